@@ -1,0 +1,43 @@
+/* The communicator object, its registry of live handles, and its state. */
+#ifndef HIAR_COMM_H
+#define HIAR_COMM_H
+
+#include <stdatomic.h>
+
+#include "param.h"
+#include "shm.h"
+#include "topo.h"
+
+struct hiar_comm {
+    MPI_Comm mpi; /* our duplicate of the user's communicator */
+    int rank, size;
+    hiar_params_t params;
+
+    hiar_grouping_t groups; /* host-buffer grouping */
+    int group, local, local_size;
+    int nshards;          /* message shards between groups: the largest group size */
+    MPI_Comm group_comm;  /* my group */
+    MPI_Comm *shard_comm; /* [nshards] owners of shard s in every group, or MPI_COMM_NULL */
+    hiar_shm_t *shm;
+
+    atomic_int busy;  /* a call is running on this comm */
+    atomic_int abort; /* hiar_comm_abort asks running waits to stop */
+    hiar_result_t failed; /* first fatal error, HIAR_SUCCESS while usable */
+};
+
+/*
+ * Starts a call on comm: fails if comm is not a live handle (never created,
+ * destroyed or aborted), has failed, or is in use by another thread.
+ */
+hiar_result_t hiar_comm_enter(hiar_comm_t *comm, const char *call);
+void hiar_comm_leave(hiar_comm_t *comm);
+
+/* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
+void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
+
+static inline long long hiar_comm_param(const hiar_comm_t *comm, hiar_param_id_t id)
+{
+    return comm->params.v[id].num;
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* hiar_comm_describe: the groups, why they were chosen, and the paths. */
+#include "comm.h"
+#include "error.h"
+#include "log.h"
+#include "plan.h"
+
+/* Writes to out, or to the log at INFO when out is NULL. */
+#define EMIT(out, fmt, ...)                                                                \
+    do {                                                                                   \
+        if (out)                                                                           \
+            fprintf(out, fmt "\n", ##__VA_ARGS__);                                       \
+        else                                                                               \
+            HIAR_INFO(INIT, fmt, ##__VA_ARGS__);                                           \
+    } while (0)
+
+hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
+{
+    const hiar_grouping_t *g;
+    long long oneshot_max;
+
+    HIAR_ARG_CHECK(comm, "hiar_comm_describe: comm is NULL");
+    g = &comm->groups;
+    oneshot_max = hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
+    EMIT(out, "hiar %s: %d ranks in %d groups (%s)", hiar_version(), comm->size, g->ngroups, g->why);
+    for (int i = 0; i < g->ngroups; i++) {
+        char members[512];
+        int n = 0;
+        for (int m = g->start[i]; m < g->start[i + 1] && n < (int)sizeof(members) - 16; m++)
+            n += snprintf(members + n, sizeof(members) - (size_t)n, "%s%d", m > g->start[i] ? "," : "",
+                          g->members[m]);
+        EMIT(out, "  group %d: ranks %s  transport %s", i, members,
+             hiar_group_size(g, i) > 1 ? "shm" : "none");
+    }
+    if (g->ngroups == comm->size && comm->size > 1)
+        EMIT(out, "  paths: mpi (every rank alone)");
+    else if (g->ngroups > 1)
+        EMIT(out, "  paths: hier (reduce-scatter in groups, MPI on %d shards, all-gather), "
+                  "chunks of %lld bytes",
+             comm->nshards, hiar_comm_param(comm, HIAR_P_BUFFER_SIZE));
+    else
+        EMIT(out, "  paths: oneshot up to %lld bytes, then twoshot, chunks of %lld bytes",
+             oneshot_max ? oneshot_max : (long long)HIAR_SHM_ONESHOT_MAX_DEFAULT,
+             hiar_comm_param(comm, HIAR_P_BUFFER_SIZE));
+    if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO)
+        EMIT(out, "  HIAR_ALGO=%s forces the path", comm->params.v[HIAR_P_ALGO].text);
+    return HIAR_SUCCESS;
+}

@@ -1,0 +1,177 @@
+/*
+ * hiar — Hierarchical IPC AllReduce.
+ *
+ * Allreduce for MPI-launched jobs: inside a group of ranks that share a host
+ * (or a PCIe switch) it reduces through shared memory / CUDA IPC, between
+ * groups it uses MPI.  This is the whole public API.
+ *
+ * Every function returns a hiar_result_t; hiar_last_error() gives the detailed
+ * message of the calling thread's last failure.  Outputs are written only on
+ * success.
+ */
+#ifndef HIAR_H
+#define HIAR_H
+
+#include <stddef.h>
+#include <stdio.h>
+/* CUDA code (built with HIAR_WITHOUT_MPI) sees the API without mpi.h. */
+#ifndef HIAR_WITHOUT_MPI
+#include <mpi.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HIAR_VERSION_MAJOR 0
+#define HIAR_VERSION_MINOR 1
+#define HIAR_VERSION_PATCH 0
+#define HIAR_VERSION_STRING "0.1.0"
+/* Comparable version: 10000 * major + 100 * minor + patch. */
+#define HIAR_VERSION_CODE (HIAR_VERSION_MAJOR * 10000 + HIAR_VERSION_MINOR * 100 + HIAR_VERSION_PATCH)
+
+#if defined(HIAR_BUILDING) && defined(__GNUC__)
+#define HIAR_API __attribute__((visibility("default")))
+#else
+#define HIAR_API
+#endif
+
+/* Result codes: one list feeds the enum and hiar_strerror(). */
+#define HIAR_RESULT_MAP(X)                                                        \
+    X(SUCCESS, "success")                                                          \
+    X(INVALID_ARGUMENT, "invalid argument (the call had no effect)")              \
+    X(UNSUPPORTED, "unsupported dtype, op, memory kind or configuration")         \
+    X(NO_MEMORY, "out of host or device memory")                                  \
+    X(CUDA_ERROR, "CUDA runtime or driver error")                                 \
+    X(MPI_ERROR, "MPI error")                                                     \
+    X(SYSTEM_ERROR, "system call failed")                                         \
+    X(TIMEOUT, "a peer did not arrive within HIAR_TIMEOUT_MS")                    \
+    X(COMM_FAILED, "the communicator failed earlier; abort and re-create it")     \
+    X(INVALID_USAGE, "invalid usage (destroyed comm, concurrent calls, ...)")     \
+    X(INTERNAL_ERROR, "internal error in hiar")
+
+typedef enum {
+#define HIAR_RESULT_ENUM(name, text) HIAR_##name,
+    HIAR_RESULT_MAP(HIAR_RESULT_ENUM)
+#undef HIAR_RESULT_ENUM
+    HIAR_RESULT_COUNT
+} hiar_result_t;
+
+typedef enum {
+    HIAR_INT32 = 0,
+    HIAR_INT64,
+    HIAR_FLOAT16,
+    HIAR_BFLOAT16,
+    HIAR_FLOAT32,
+    HIAR_FLOAT64,
+    HIAR_UINT8,
+    HIAR_INT8,
+    HIAR_DTYPE_COUNT
+} hiar_dtype_t;
+
+/* Short aliases, as NCCL users write them. */
+#define HIAR_BF16 HIAR_BFLOAT16
+#define HIAR_FP16 HIAR_FLOAT16
+#define HIAR_FP32 HIAR_FLOAT32
+#define HIAR_FP64 HIAR_FLOAT64
+
+/*
+ * Reduction ops.  HIAR_AVG is the sum divided by the number of ranks
+ * (integers: truncated toward zero).  HIAR_MIN/HIAR_MAX propagate NaN: a NaN
+ * on any rank gives NaN.  HIAR_SUM/HIAR_PROD follow IEEE arithmetic.
+ */
+typedef enum {
+    HIAR_SUM = 0,
+    HIAR_PROD,
+    HIAR_MIN,
+    HIAR_MAX,
+    HIAR_AVG,
+    HIAR_OP_COUNT
+} hiar_op_t;
+
+typedef struct hiar_comm hiar_comm_t;
+
+/* A cudaStream_t, or NULL for the default stream; ignored for host buffers. */
+typedef void *hiar_stream_t;
+
+/*
+ * Configuration passed to hiar_comm_create.  Initialise with
+ *     hiar_config_t cfg = HIAR_CONFIG_INIT;
+ * `settings` holds parameters as "NAME=value" pairs separated by ';' or
+ * newlines, e.g. "HIAR_ALGO=oneshot;HIAR_TIMEOUT_MS=500", with the names of
+ * doc/params.md.  Precedence: settings > HIAR_* environment > default.
+ */
+typedef struct hiar_config {
+    size_t size;          /* sizeof(hiar_config_t), set by HIAR_CONFIG_INIT */
+    unsigned int version; /* HIAR_VERSION_CODE the caller was built with */
+    const char *settings; /* NULL: environment and defaults only */
+} hiar_config_t;
+
+#define HIAR_CONFIG_INIT {sizeof(hiar_config_t), HIAR_VERSION_CODE, NULL}
+
+/* Name of a result code; never NULL. */
+HIAR_API const char *hiar_strerror(hiar_result_t rc);
+
+/* Detailed message of the calling thread's last failure ("" if none). */
+HIAR_API const char *hiar_last_error(void);
+
+/* Run-time library version, e.g. "0.1.0". */
+HIAR_API const char *hiar_version(void);
+
+/* Size in bytes of one element of dtype, 0 for an unknown dtype. */
+HIAR_API size_t hiar_dtype_size(hiar_dtype_t dtype);
+
+/* Names as hiar-bench prints them ("bfloat16", "sum"); NULL when unknown. */
+HIAR_API const char *hiar_dtype_name(hiar_dtype_t dtype);
+HIAR_API const char *hiar_op_name(hiar_op_t op);
+
+/*
+ * Create a communicator over the ranks of `mpi_comm` (collective over it; the
+ * MPI communicator is duplicated, so the caller may free its own).  Groups
+ * ranks (HIAR_GROUPS, HIAR_GROUP_LEVEL, HIAR_HOST_ID) and sets up the
+ * shared-memory transport.  cfg may be NULL.  Blocks the calling thread.
+ */
+#ifndef HIAR_WITHOUT_MPI
+HIAR_API hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg,
+                                        hiar_comm_t **out);
+#endif
+
+/* Collective: releases everything.  comm may be NULL (no-op). */
+HIAR_API hiar_result_t hiar_comm_destroy(hiar_comm_t *comm);
+
+/*
+ * Not collective: releases the communicator without talking to peers, e.g.
+ * after HIAR_TIMEOUT.  Peers still waiting on this rank time out.
+ */
+HIAR_API hiar_result_t hiar_comm_abort(hiar_comm_t *comm);
+
+/* Writes the ranks, the groups and why they were chosen, and the paths. */
+HIAR_API hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out);
+
+/* Rank and size of comm (as in the MPI communicator it was created from). */
+HIAR_API hiar_result_t hiar_comm_rank(const hiar_comm_t *comm, int *rank);
+HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
+
+/*
+ * Allreduce `count` elements of `dtype` with `op` over all ranks of comm;
+ * in place when sendbuf == recvbuf.  Buffers must not otherwise overlap and
+ * must be aligned to the element size.  count == 0 is a no-op.
+ *
+ * Collective: every rank calls it with the same count, dtype and op, in the
+ * same order as its other calls on comm, and from one thread at a time.
+ *
+ * Host buffers: synchronous, blocks the calling thread until the result is in
+ * recvbuf; `stream` is ignored.  Every rank gets bit-identical results.
+ *
+ * On HIAR_TIMEOUT the communicator has failed: later calls return
+ * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.
+ */
+HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      hiar_dtype_t dtype, hiar_op_t op, hiar_comm_t *comm,
+                                      hiar_stream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HIAR_H */
