@@ -1,6 +1,12 @@
-/* The only cuda/ header src/ includes: C entry points into the CUDA code. */
+/*
+ * The only cuda/ header src/ includes: C entry points into the CUDA code.
+ * Nothing here needs MPI; the C side exchanges the handles.
+ */
 #ifndef HIAR_KERNELS_H
 #define HIAR_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "hiar.h"
 
@@ -10,6 +16,64 @@ extern "C" {
 
 /* *on_device = 1 when ptr is device (or managed) memory, 0 for host memory. */
 hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device);
+
+/* The current device and its PCI bus id ("0000:3b:00.0"); *device = -1 without a GPU. */
+hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
+
+/* Whether a CUDA MPS control daemon appears to be running for this user. */
+int hiar_cuda_mps_running(void);
+
+/* Pinned host memory, and a stream-ordered copy that returns when done. */
+hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
+void hiar_cuda_host_free(void *ptr);
+hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
+
+/* ---- CUDA IPC transport (cuda/ipc.cu) ---- */
+
+typedef struct hiar_ipc hiar_ipc_t;
+
+/* Bytes of one rank's exported handle (a cudaIpcMemHandle_t). */
+#define HIAR_IPC_HANDLE_BYTES 64
+
+/* Largest message the one-shot (LL) kernel takes. */
+size_t hiar_ipc_oneshot_max(void);
+
+/*
+ * Allocates this rank's buffers (4 data slots of slot_bytes, LL packets,
+ * signals) on the current device and writes its handle.  Collective setup
+ * goes: create -> exchange handles -> open -> probe.
+ */
+hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
+                              unsigned char handle[HIAR_IPC_HANDLE_BYTES]);
+
+/* Maps every peer's allocation; handles holds n handles in rank order. */
+hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);
+
+/*
+ * The P2P check: probe_write stores `token` into every peer's memory; after a
+ * barrier, probe_check reads back what every peer stored here.  Drivers can
+ * claim P2P that does not work; this is the real thing.
+ */
+hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token);
+hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, int *ok);
+
+/*
+ * Allreduce of device buffers, asynchronous on stream (capturable in a CUDA
+ * graph).  oneshot selects the LL kernel (count * size <= hiar_ipc_oneshot_max()).
+ */
+hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, int oneshot, const void *in, void *out, size_t count,
+                                 hiar_dtype_t dtype, hiar_op_t op, int divisor, void *stream);
+
+/* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */
+hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);
+
+/* Makes running and future kernels give up at once (any thread). */
+void hiar_ipc_abort(hiar_ipc_t *ipc);
+
+/* Waits for this device's work; then peers can unmap and the owner free. */
+hiar_result_t hiar_ipc_quiesce(hiar_ipc_t *ipc);
+void hiar_ipc_unmap_peers(hiar_ipc_t *ipc);
+void hiar_ipc_destroy(hiar_ipc_t *ipc);
 
 #ifdef __cplusplus
 }

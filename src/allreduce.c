@@ -65,19 +65,17 @@ static hiar_result_t check_global(hiar_comm_t *comm, size_t count, hiar_dtype_t 
     return rc;
 }
 
-/* Buffers this path cannot read: device memory until the GPU path exists. */
-static hiar_result_t check_memory_kind(const void *sendbuf, const void *recvbuf)
+/* 1 if either buffer is GPU memory (then both are treated as such). */
+static hiar_result_t on_device(const void *sendbuf, const void *recvbuf, int *device)
 {
+    *device = 0;
 #ifdef HIAR_HAVE_CUDA
-    const void *bufs[2] = {sendbuf, recvbuf};
-    for (int i = 0; i < 2; i++) {
-        int on_device = 0;
-        HIAR_CHECK(hiar_cuda_is_device_pointer(bufs[i], &on_device));
-        if (on_device)
-            return hiar_error_set(HIAR_UNSUPPORTED,
-                                  "hiar_allreduce: %s %p is GPU memory; this build reduces host "
-                                  "buffers only",
-                                  i ? "recvbuf" : "sendbuf", bufs[i]);
+    int d;
+    HIAR_CHECK(hiar_cuda_is_device_pointer(sendbuf, &d));
+    *device = d;
+    if (recvbuf != sendbuf) {
+        HIAR_CHECK(hiar_cuda_is_device_pointer(recvbuf, &d));
+        *device |= d;
     }
 #else
     (void)sendbuf;
@@ -103,18 +101,18 @@ static hiar_result_t inter_step(hiar_comm_t *comm, size_t count, hiar_dtype_t dt
 }
 
 /* One chunk (at most a slot) through the shm transport, and MPI between groups. */
-static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_path_t path, const void *send, void *recv,
+static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_plan_t path, const void *send, void *recv,
                                size_t n, hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)
 {
     int divisor = op == HIAR_AVG ? comm->size : 0;
 
     switch (path) {
-    case HIAR_PATH_ONESHOT:
+    case HIAR_PLAN_ONESHOT:
         return hiar_shm_oneshot(comm->shm, send, recv, n, dtype, op, divisor, wait);
-    case HIAR_PATH_TWOSHOT:
+    case HIAR_PLAN_TWOSHOT:
         HIAR_CHECK(hiar_shm_reduce_scatter(comm->shm, send, n, dtype, op, comm->local_size, divisor, wait));
         return hiar_shm_allgather(comm->shm, recv, n, dtype, comm->local_size, wait);
-    default: /* HIAR_PATH_HIER */
+    default: /* HIAR_PLAN_HIER */
         HIAR_CHECK(hiar_shm_reduce_scatter(comm->shm, send, n, dtype, op, comm->nshards, 0, wait));
         HIAR_CHECK(inter_step(comm, n, dtype, op, wait));
         return hiar_shm_allgather(comm->shm, recv, n, dtype, comm->nshards, wait);
@@ -132,21 +130,30 @@ static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvb
     return HIAR_SUCCESS;
 }
 
-static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
-                         hiar_dtype_t dtype, hiar_op_t op)
+static hiar_plan_t plan(const hiar_comm_t *comm, size_t bytes, int device)
+{
+    hiar_plan_input_t in = {comm->size, comm->groups.ngroups, bytes,
+                            (int)hiar_comm_param(comm, HIAR_P_ALGO),
+                            (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0, 0};
+#ifdef HIAR_HAVE_CUDA
+    in.ipc = device && hiar_devcomm_has_ipc(comm->dev);
+    in.ipc_ll_max = hiar_ipc_oneshot_max();
+#else
+    (void)device;
+#endif
+    return hiar_plan_choose(&in);
+}
+
+/* Host memory through shm and MPI; synchronous. */
+static hiar_result_t run_host(hiar_comm_t *comm, hiar_plan_t path, const void *sendbuf, void *recvbuf,
+                              size_t count, hiar_dtype_t dtype, hiar_op_t op)
 {
     size_t esize = hiar_dtype_size(dtype);
-    hiar_plan_input_t in = {comm->size, comm->groups.ngroups, count * esize,
-                            (int)hiar_comm_param(comm, HIAR_P_ALGO),
-                            (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX)};
-    hiar_path_t path = hiar_plan_choose(&in);
     hiar_wait_t wait = hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort,
                                        "hiar_allreduce");
     size_t chunk;
 
-    HIAR_TRACE(CALL, "allreduce %zu x %s %s: %s", count, hiar_dtype_name(dtype), hiar_op_name(op),
-               hiar_path_name(path));
-    if (path == HIAR_PATH_MPI)
+    if (path == HIAR_PLAN_MPI)
         return run_mpi(comm, sendbuf, recvbuf, count, dtype, op, &wait);
     chunk = hiar_shm_slot_bytes(comm->shm) / esize;
     for (size_t off = 0; off < count; off += chunk) {
@@ -157,21 +164,68 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
     return HIAR_SUCCESS;
 }
 
+#ifdef HIAR_HAVE_CUDA
+/*
+ * Device buffers the IPC kernels cannot serve: chunk by chunk through a
+ * pinned host buffer and the host path.  Every rank cuts the same chunks.
+ */
+static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void *sendbuf, void *recvbuf,
+                                size_t count, hiar_dtype_t dtype, hiar_op_t op, hiar_stream_t stream)
+{
+    size_t esize = hiar_dtype_size(dtype), bytes;
+    char *stage = comm->dev ? hiar_devcomm_stage_buffer(comm->dev, &bytes) : NULL;
+    size_t chunk;
+
+    if (!stage)
+        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: no pinned staging buffer for device "
+                                              "buffers (is a GPU selected on this rank?)");
+    chunk = bytes / esize;
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t n = count - off < chunk ? count - off : chunk;
+        HIAR_CHECK(hiar_devcomm_copy(stage, (const char *)sendbuf + off * esize, n * esize, stream));
+        HIAR_CHECK(run_host(comm, path, stage, stage, n, dtype, op));
+        HIAR_CHECK(hiar_devcomm_copy((char *)recvbuf + off * esize, stage, n * esize, stream));
+    }
+    return HIAR_SUCCESS;
+}
+#endif
+
+static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                         hiar_dtype_t dtype, hiar_op_t op, hiar_stream_t stream)
+{
+    int device;
+    hiar_plan_t path;
+
+    HIAR_CHECK(on_device(sendbuf, recvbuf, &device));
+    path = plan(comm, count * hiar_dtype_size(dtype), device);
+    HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", count, hiar_dtype_name(dtype),
+               hiar_op_name(op), device ? "device" : "host", hiar_plan_name(path));
+#ifdef HIAR_HAVE_CUDA
+    if (path == HIAR_PLAN_IPC_ONESHOT || path == HIAR_PLAN_IPC_TWOSHOT) {
+        HIAR_CHECK(hiar_devcomm_status(comm->dev));
+        return hiar_devcomm_ipc_allreduce(comm->dev, path == HIAR_PLAN_IPC_ONESHOT, sendbuf, recvbuf,
+                                          count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
+    }
+    if (device)
+        return run_staged(comm, path, sendbuf, recvbuf, count, dtype, op, stream);
+#else
+    (void)stream;
+#endif
+    return run_host(comm, path, sendbuf, recvbuf, count, dtype, op);
+}
+
 hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
                              hiar_op_t op, hiar_comm_t *comm, hiar_stream_t stream)
 {
     hiar_result_t rc;
 
-    (void)stream;
     HIAR_CHECK(check_args(sendbuf, recvbuf, count, dtype, op));
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_allreduce"));
     rc = HIAR_SUCCESS;
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, count, dtype, op);
-    if (rc == HIAR_SUCCESS && count > 0)
-        rc = check_memory_kind(sendbuf, recvbuf);
     if (rc == HIAR_SUCCESS && count > 0) {
-        rc = run(comm, sendbuf, recvbuf, count, dtype, op);
+        rc = run(comm, sendbuf, recvbuf, count, dtype, op, stream);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }

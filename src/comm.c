@@ -115,9 +115,14 @@ const char *hiar_version(void)
     return HIAR_VERSION_STRING;
 }
 
-/* Frees what create made; no communication (also the body of abort). */
-static void comm_free(hiar_comm_t *comm)
+/* Frees what create made; collective = 0: without talking to peers (abort). */
+static void comm_free(hiar_comm_t *comm, int collective)
 {
+#ifdef HIAR_HAVE_CUDA
+    hiar_devcomm_destroy(comm, comm->dev, collective);
+#else
+    (void)collective;
+#endif
     hiar_shm_destroy(comm->shm);
     for (int s = 0; comm->shard_comm && s < comm->nshards; s++)
         if (comm->shard_comm[s] != MPI_COMM_NULL)
@@ -259,6 +264,7 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
 static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
     const hiar_grouping_t *g;
+    size_t slot;
 
     HIAR_CHECK(hiar_inter_init());
     HIAR_CHECK(check_params_agree(comm));
@@ -269,11 +275,14 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     comm->local_size = hiar_group_size(g, comm->group);
     HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, comm->group, comm->rank, &comm->group_comm));
     HIAR_CHECK(make_shard_comms(comm));
+#ifdef HIAR_HAVE_CUDA
+    HIAR_CHECK(hiar_devcomm_create(comm, &comm->dev));
+#endif
     /* Every rank alone: no shared memory, MPI carries everything. */
     if (g->ngroups == comm->size && comm->size > 1)
         return HIAR_SUCCESS;
-    return hiar_shm_create(comm->group_comm, (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE),
-                           &comm->shm);
+    slot = (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
+    return hiar_shm_create(comm->group_comm, slot ? slot : HIAR_SHM_SLOT_DEFAULT, &comm->shm);
 }
 
 /* Every rank learns whether any rank failed, so all return an error together. */
@@ -328,7 +337,7 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
         return hiar_error_set(HIAR_NO_MEMORY, "hiar_comm_create: cannot allocate the communicator");
     comm->mpi = comm->group_comm = MPI_COMM_NULL;
     if (MPI_Comm_dup(mpi_comm, &comm->mpi) != MPI_SUCCESS) {
-        comm_free(comm);
+        comm_free(comm, 0);
         return hiar_error_set(HIAR_MPI_ERROR, "hiar_comm_create: MPI_Comm_dup failed");
     }
     MPI_Comm_rank(comm->mpi, &comm->rank);
@@ -341,7 +350,7 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
     if (rc == HIAR_SUCCESS)
         rc = registry_add(comm);
     if (rc != HIAR_SUCCESS) {
-        comm_free(comm);
+        comm_free(comm, 0);
         return rc;
     }
     if (comm->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_INIT))
@@ -355,10 +364,11 @@ hiar_result_t hiar_comm_destroy(hiar_comm_t *comm)
     if (!comm)
         return HIAR_SUCCESS;
     HIAR_CHECK(registry_remove(comm, "hiar_comm_destroy"));
-    /* Peers may still read this rank's shared slots: leave together. */
+    /* Peers may still read this rank's shared slots: leave together, unless
+     * the comm failed and a peer may never come. */
     if (comm->failed == HIAR_SUCCESS)
         MPI_Barrier(comm->mpi);
-    comm_free(comm);
+    comm_free(comm, comm->failed == HIAR_SUCCESS);
     return HIAR_SUCCESS;
 }
 
@@ -366,12 +376,36 @@ hiar_result_t hiar_comm_abort(hiar_comm_t *comm)
 {
     if (!comm)
         return HIAR_SUCCESS;
-    atomic_store(&comm->abort, 1);
     HIAR_CHECK(registry_remove(comm, "hiar_comm_abort"));
+    atomic_store(&comm->abort, 1);
+#ifdef HIAR_HAVE_CUDA
+    hiar_devcomm_abort(comm->dev);
+#endif
     /* A call running in another thread sees the abort flag at its next poll. */
     while (atomic_load(&comm->busy))
         sched_yield();
-    comm_free(comm);
+    comm_free(comm, 0);
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_t *error)
+{
+    hiar_result_t rc;
+
+    HIAR_ARG_CHECK(error, "hiar_comm_get_async_error: error is NULL");
+    rc = hiar_comm_enter(comm, "hiar_comm_get_async_error");
+    if (rc == HIAR_COMM_FAILED) {
+        *error = HIAR_COMM_FAILED;
+        return HIAR_SUCCESS;
+    }
+    HIAR_CHECK(rc);
+#ifdef HIAR_HAVE_CUDA
+    rc = hiar_devcomm_status(comm->dev);
+    if (rc != HIAR_SUCCESS)
+        hiar_comm_fail(comm, rc);
+#endif
+    hiar_comm_leave(comm);
+    *error = rc;
     return HIAR_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 
+#include "devcomm.h"
 #include "param.h"
 #include "shm.h"
 #include "topo.h"
@@ -19,6 +20,7 @@ struct hiar_comm {
     MPI_Comm group_comm;  /* my group */
     MPI_Comm *shard_comm; /* [nshards] owners of shard s in every group, or MPI_COMM_NULL */
     hiar_shm_t *shm;
+    hiar_devcomm_t *dev; /* GPU side; NULL without a GPU */
 
     atomic_int busy;  /* a call is running on this comm */
     atomic_int abort; /* hiar_comm_abort asks running waits to stop */

@@ -16,11 +16,14 @@
 hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
 {
     const hiar_grouping_t *g;
-    long long oneshot_max;
+    long long oneshot_max, buffer;
 
     HIAR_ARG_CHECK(comm, "hiar_comm_describe: comm is NULL");
     g = &comm->groups;
     oneshot_max = hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
+    buffer = hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
+    if (!buffer)
+        buffer = (long long)HIAR_SHM_SLOT_DEFAULT;
     EMIT(out, "hiar %s: %d ranks in %d groups (%s)", hiar_version(), comm->size, g->ngroups, g->why);
     for (int i = 0; i < g->ngroups; i++) {
         char members[512];
@@ -36,11 +39,17 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
     else if (g->ngroups > 1)
         EMIT(out, "  paths: hier (reduce-scatter in groups, MPI on %d shards, all-gather), "
                   "chunks of %lld bytes",
-             comm->nshards, hiar_comm_param(comm, HIAR_P_BUFFER_SIZE));
+             comm->nshards, buffer);
     else
-        EMIT(out, "  paths: oneshot up to %lld bytes, then twoshot, chunks of %lld bytes",
-             oneshot_max ? oneshot_max : (long long)HIAR_SHM_ONESHOT_MAX_DEFAULT,
-             hiar_comm_param(comm, HIAR_P_BUFFER_SIZE));
+        EMIT(out, "  host paths: oneshot up to %lld bytes, then twoshot, chunks of %lld bytes",
+             oneshot_max ? oneshot_max : (long long)HIAR_SHM_ONESHOT_MAX_DEFAULT, buffer);
+#ifdef HIAR_HAVE_CUDA
+    {
+        char gpu[320];
+        hiar_devcomm_summary(comm->dev, gpu, sizeof(gpu));
+        EMIT(out, "  rank %d: %s", comm->rank, gpu);
+    }
+#endif
     if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO)
         EMIT(out, "  HIAR_ALGO=%s forces the path", comm->params.v[HIAR_P_ALGO].text);
     return HIAR_SUCCESS;

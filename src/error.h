@@ -4,6 +4,10 @@
 
 #include "hiar.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Records rc and a printf-style message for hiar_last_error(); returns rc. */
 hiar_result_t hiar_error_set(hiar_result_t rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -34,6 +38,11 @@ void hiar_error_clear(void);
 
 /* MPI call whose failure becomes HIAR_MPI_ERROR with MPI's own text. */
 hiar_result_t hiar_error_mpi(int mpi_rc, const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+
 #define HIAR_MPI_CHECK(call)                                                               \
     do {                                                                                   \
         int hiar_mpi_rc_ = (call);                                                         \

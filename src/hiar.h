@@ -145,6 +145,14 @@ HIAR_API hiar_result_t hiar_comm_destroy(hiar_comm_t *comm);
  */
 HIAR_API hiar_result_t hiar_comm_abort(hiar_comm_t *comm);
 
+/*
+ * Errors of earlier asynchronous calls (device buffers): *error becomes
+ * HIAR_TIMEOUT once a kernel gave up waiting for a peer, HIAR_COMM_FAILED
+ * after any earlier failure, HIAR_SUCCESS otherwise.  Does not wait for the
+ * GPU: poll it, e.g. while cudaStreamQuery reports work pending.
+ */
+HIAR_API hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_t *error);
+
 /* Writes the ranks, the groups and why they were chosen, and the paths. */
 HIAR_API hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out);
 
@@ -162,6 +170,16 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  *
  * Host buffers: synchronous, blocks the calling thread until the result is in
  * recvbuf; `stream` is ignored.  Every rank gets bit-identical results.
+ *
+ * Device buffers (CUDA builds), one group with CUDA IPC: asynchronous on
+ * `stream` (a cudaStream_t, NULL for the legacy default stream), and can be
+ * captured in a CUDA graph; the inputs are read when the kernel runs.  All
+ * ranks must pass device buffers in the same call.  One call in flight per
+ * comm: issue calls on one stream.  A peer that never arrives makes the
+ * kernel give up after HIAR_TIMEOUT_MS; that call's result is undefined, and
+ * the next call (or hiar_comm_get_async_error) returns HIAR_TIMEOUT.
+ * Device buffers without IPC (several groups, no P2P): staged through host
+ * memory, synchronous like host buffers.
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
  * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.

@@ -2,24 +2,39 @@
 #include "param.h"
 #include "plan.h"
 
-const char *hiar_path_name(hiar_path_t path)
+const char *hiar_plan_name(hiar_plan_t path)
 {
-    static const char *const names[] = {"oneshot", "twoshot", "hier", "mpi"};
+    static const char *const names[] = {"oneshot", "twoshot", "hier", "mpi", "ipc-oneshot", "ipc-twoshot"};
     return names[path];
 }
 
-hiar_path_t hiar_plan_choose(const hiar_plan_input_t *in)
+static hiar_plan_t choose_ipc(const hiar_plan_input_t *in)
+{
+    size_t limit = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_MAX_DEFAULT;
+
+    if (limit > in->ipc_ll_max)
+        limit = in->ipc_ll_max;
+    if (in->algo == HIAR_ALGO_ONESHOT)
+        limit = in->ipc_ll_max;
+    else if (in->algo != HIAR_ALGO_AUTO)
+        limit = 0;
+    return in->bytes <= limit ? HIAR_PLAN_IPC_ONESHOT : HIAR_PLAN_IPC_TWOSHOT;
+}
+
+hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
 {
     size_t oneshot_max = in->oneshot_max ? in->oneshot_max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
 
     if (in->algo == HIAR_ALGO_MPI || (in->ngroups == in->nranks && in->nranks > 1))
-        return HIAR_PATH_MPI;
+        return HIAR_PLAN_MPI;
     if (in->ngroups > 1)
-        return HIAR_PATH_HIER;
+        return HIAR_PLAN_HIER;
+    if (in->ipc)
+        return choose_ipc(in);
     switch (in->algo) {
-    case HIAR_ALGO_ONESHOT: return HIAR_PATH_ONESHOT;
+    case HIAR_ALGO_ONESHOT: return HIAR_PLAN_ONESHOT;
     case HIAR_ALGO_TWOSHOT:
-    case HIAR_ALGO_HIER: return HIAR_PATH_TWOSHOT;
-    default: return in->bytes <= oneshot_max ? HIAR_PATH_ONESHOT : HIAR_PATH_TWOSHOT;
+    case HIAR_ALGO_HIER: return HIAR_PLAN_TWOSHOT;
+    default: return in->bytes <= oneshot_max ? HIAR_PLAN_ONESHOT : HIAR_PLAN_TWOSHOT;
     }
 }

@@ -5,23 +5,31 @@
 #include <stddef.h>
 
 typedef enum {
-    HIAR_PATH_ONESHOT, /* inside the one group: everyone reduces everything */
-    HIAR_PATH_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
-    HIAR_PATH_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
-    HIAR_PATH_MPI      /* MPI_Allreduce over all ranks */
-} hiar_path_t;
+    HIAR_PLAN_ONESHOT, /* inside the one group: everyone reduces everything */
+    HIAR_PLAN_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
+    HIAR_PLAN_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
+    HIAR_PLAN_MPI,     /* MPI_Allreduce over all ranks */
+    HIAR_PLAN_IPC_ONESHOT, /* device buffers, one group: LL one-shot kernel */
+    HIAR_PLAN_IPC_TWOSHOT  /* device buffers, one group: two-shot kernel */
+} hiar_plan_t;
 
 /* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0. */
 #define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
+/* Largest one-shot message on the IPC transport when HIAR_ONESHOT_MAX is 0. */
+#define HIAR_IPC_ONESHOT_MAX_DEFAULT (64 * 1024)
 
 typedef struct {
     int nranks, ngroups;
     size_t bytes;       /* message size */
     int algo;           /* HIAR_ALGO */
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
+    int ipc;            /* device buffers and the group has the IPC transport */
+    size_t ipc_ll_max;  /* largest message the IPC one-shot kernel takes */
 } hiar_plan_input_t;
 
-hiar_path_t hiar_plan_choose(const hiar_plan_input_t *in);
-const char *hiar_path_name(hiar_path_t path);
+/* Device buffers on a path of the host (not IPC) are staged through host memory. */
+
+hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
+const char *hiar_plan_name(hiar_plan_t path);
 
 #endif

@@ -1,0 +1,224 @@
+/*
+ * Device helpers shared by the kernels: system-scope flags, bounded waits,
+ * element-wise reduction of 8- and 16-byte units for every dtype, and loads
+ * and stores that fall back to element granularity for unaligned buffers and
+ * the tail of a message.
+ */
+#ifndef HIAR_DEVICE_CUH
+#define HIAR_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "ipc.h"
+
+/* ---- flags: release/acquire at system scope (peers are other GPUs) ---- */
+
+__device__ __forceinline__ void flag_store_release(uint64_t *flag, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flag), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ uint64_t flag_load_acquire(const uint64_t *flag)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ uint64_t globaltimer_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/*
+ * Bounded spinning.  The clock and the host-mapped abort/status words are
+ * read only every HIAR_POLL_EVERY polls: a read of host memory costs about a
+ * microsecond over PCIe.  On expiry the first waiter records HIAR_TIMEOUT in
+ * the status word the host reads, and every waiter gives up.
+ */
+#define HIAR_POLL_EVERY 1024u
+
+struct hiar_waiter {
+    uint64_t deadline;
+    unsigned polls;
+    const hiar_ipc_control_t *ctl;
+};
+
+__device__ __forceinline__ hiar_waiter waiter_begin(const hiar_ipc_args_t &a)
+{
+    hiar_waiter w = {globaltimer_ns() + a.timeout_ns, 0, a.ctl};
+    return w;
+}
+
+/* false: give up (timeout, abort, or another waiter already gave up). */
+__device__ __forceinline__ bool waiter_poll(hiar_waiter &w)
+{
+    if (++w.polls % HIAR_POLL_EVERY)
+        return true;
+    volatile const int *abort_flag = &w.ctl->abort;
+    volatile int *status = const_cast<volatile int *>(&w.ctl->status);
+    if (*abort_flag || *status)
+        return false;
+    if (globaltimer_ns() > w.deadline) {
+        *status = HIAR_TIMEOUT;
+        return false;
+    }
+    return true;
+}
+
+/* Every dtype with its device type, for the launchers' switch. */
+#define HIAR_DEVICE_DTYPES(X)                                                                      \
+    X(HIAR_INT32, int32_t)                                                                         \
+    X(HIAR_INT64, int64_t)                                                                         \
+    X(HIAR_FLOAT16, __half)                                                                        \
+    X(HIAR_BFLOAT16, __nv_bfloat16)                                                                \
+    X(HIAR_FLOAT32, float)                                                                         \
+    X(HIAR_FLOAT64, double)                                                                        \
+    X(HIAR_UINT8, uint8_t)                                                                         \
+    X(HIAR_INT8, int8_t)
+
+/* Calls f with a value of the device type of dtype (f's template argument). */
+template <typename F> static cudaError_t hiar_dispatch_dtype(hiar_dtype_t dtype, F f)
+{
+#define HIAR_DISPATCH_CASE(D, T)                                                                   \
+    case D: return f(T());
+    switch (dtype) {
+        HIAR_DEVICE_DTYPES(HIAR_DISPATCH_CASE)
+    default: return cudaErrorInvalidValue;
+    }
+#undef HIAR_DISPATCH_CASE
+}
+
+/* ---- element arithmetic: half types accumulate in f32 ---- */
+
+template <typename T> struct acc_of { typedef T type; };
+template <> struct acc_of<__half> { typedef float type; };
+template <> struct acc_of<__nv_bfloat16> { typedef float type; };
+
+template <typename T> __device__ __forceinline__ typename acc_of<T>::type to_acc(T v) { return v; }
+template <> __device__ __forceinline__ float to_acc<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_acc(typename acc_of<T>::type v) { return v; }
+template <> __device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/* Integer sum/prod wrap like the host path (unsigned arithmetic, no UB). */
+template <typename A> __device__ __forceinline__ A op_add(A a, A b) { return a + b; }
+template <typename A> __device__ __forceinline__ A op_mul(A a, A b) { return a * b; }
+#define HIAR_WRAPPING(T, U)                                                                        \
+    template <> __device__ __forceinline__ T op_add<T>(T a, T b) { return (T)((U)a + (U)b); }      \
+    template <> __device__ __forceinline__ T op_mul<T>(T a, T b) { return (T)((U)a * (U)b); }
+HIAR_WRAPPING(int32_t, uint32_t)
+HIAR_WRAPPING(int64_t, uint64_t)
+HIAR_WRAPPING(int8_t, uint8_t)
+#undef HIAR_WRAPPING
+
+/* NaN-propagating min/max, as on the host (a != a only for NaN). */
+template <typename A> __device__ __forceinline__ A op_apply(int op, A a, A b)
+{
+    switch (op) {
+    case HIAR_PROD: return op_mul(a, b);
+    case HIAR_MIN: return (a < b || a != a) ? a : b;
+    case HIAR_MAX: return (a > b || a != a) ? a : b;
+    default: return op_add(a, b); /* HIAR_SUM, HIAR_AVG */
+    }
+}
+
+/* A unit of W bytes seen as elements of T, reduced element-wise. */
+template <typename T, int W> struct unit_acc {
+    enum { N = W / sizeof(T) };
+    typename acc_of<T>::type v[N];
+
+    __device__ __forceinline__ void load(const void *bits)
+    {
+        const T *e = reinterpret_cast<const T *>(bits);
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            v[i] = to_acc<T>(e[i]);
+    }
+    __device__ __forceinline__ void fold(int op, const void *bits)
+    {
+        const T *e = reinterpret_cast<const T *>(bits);
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            v[i] = op_apply(op, v[i], to_acc<T>(e[i]));
+    }
+    __device__ __forceinline__ void store(void *bits, int divisor) const
+    {
+        T *e = reinterpret_cast<T *>(bits);
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            e[i] = from_acc<T>(divisor > 1 ? v[i] / (typename acc_of<T>::type)divisor : v[i]);
+    }
+};
+
+/* ---- unit loads/stores: vectors when aligned and whole, elements otherwise ---- */
+
+template <int W> struct unit_bits;
+template <> struct unit_bits<8> { typedef uint2 type; };
+template <> struct unit_bits<16> { typedef uint4 type; };
+
+/* Copies `bytes` (a multiple of esize, <= W) between unit buffers element by element. */
+__device__ __forceinline__ void copy_elements(char *dst, const char *src, int bytes, int esize)
+{
+    for (int i = 0; i < bytes; i += esize) {
+        switch (esize) {
+        case 1: dst[i] = src[i]; break;
+        case 2: *(uint16_t *)(dst + i) = *(const uint16_t *)(src + i); break;
+        case 4: *(uint32_t *)(dst + i) = *(const uint32_t *)(src + i); break;
+        default: *(uint64_t *)(dst + i) = *(const uint64_t *)(src + i); break;
+        }
+    }
+}
+
+/* Unit at byte offset off of a user buffer of `bytes`; missing bytes read as 0. */
+template <int W>
+__device__ __forceinline__ typename unit_bits<W>::type load_unit(const char *base, size_t off,
+                                                                 size_t bytes, int esize)
+{
+    typename unit_bits<W>::type u = {};
+    if (off + W <= bytes && ((uintptr_t)(base + off) % W) == 0)
+        return *reinterpret_cast<const typename unit_bits<W>::type *>(base + off);
+    int n = bytes - off < (size_t)W ? (int)(bytes - off) : W;
+    copy_elements(reinterpret_cast<char *>(&u), base + off, n, esize);
+    return u;
+}
+
+template <int W>
+__device__ __forceinline__ void store_unit(char *base, size_t off, size_t bytes, int esize,
+                                           const typename unit_bits<W>::type &u)
+{
+    if (off + W <= bytes && ((uintptr_t)(base + off) % W) == 0) {
+        *reinterpret_cast<typename unit_bits<W>::type *>(base + off) = u;
+        return;
+    }
+    int n = bytes - off < (size_t)W ? (int)(bytes - off) : W;
+    copy_elements(base + off, reinterpret_cast<const char *>(&u), n, esize);
+}
+
+/* Reads a unit that peers wrote into this GPU's memory: bypass L1 (not coherent). */
+__device__ __forceinline__ uint4 load_peer_written(const uint4 *p)
+{
+    return __ldcg(p);
+}
+
+/* ---- end of a call: the last block to finish advances the comm's epoch ---- */
+
+__device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint32_t epoch)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&a.state->blocks_done, 1u) == gridDim.x - 1) {
+            a.state->blocks_done = 0;
+            a.state->epoch = epoch;
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,195 @@
+/* CUDA IPC transport: buffers, handle exchange, P2P probe, lifetime, launch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "ipc.h"
+#include "kernels.h"
+
+struct hiar_ipc {
+    hiar_ipc_args_t args;         /* what the kernels get; base[me] is own */
+    int device;
+    size_t bytes;                 /* one rank's allocation */
+    hiar_ipc_control_t *ctl_host; /* mapped: ctl_host on the host is args.ctl on the device */
+};
+
+static hiar_result_t cuda_error(cudaError_t err, const char *what)
+{
+    cudaGetLastError();
+    return hiar_error_set(err == cudaErrorMemoryAllocation ? HIAR_NO_MEMORY : HIAR_CUDA_ERROR,
+                          "%s failed: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+#define CUDA_TRY(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t err_ = (call);                                                                 \
+        if (err_ != cudaSuccess)                                                                   \
+            return cuda_error(err_, #call);                                                        \
+    } while (0)
+
+size_t hiar_ipc_oneshot_max(void)
+{
+    return HIAR_IPC_LL_MAX_BYTES;
+}
+
+static size_t align_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms)
+{
+    hiar_ipc_args_t *a = &ipc->args;
+
+    a->slot_bytes = align_up(slot_bytes, 4096);
+    a->ll_offset = align_up(HIAR_IPC_SIGNAL_BYTES, 4096);
+    a->data_offset = a->ll_offset + 2 * (size_t)a->n * HIAR_IPC_LL_AREA_BYTES;
+    ipc->bytes = a->data_offset + 4 * a->slot_bytes;
+    a->timeout_ns = (uint64_t)timeout_ms * 1000000u;
+    CUDA_TRY(cudaGetDevice(&ipc->device));
+    CUDA_TRY(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
+    /* Zero flags and packets: epoch 0 never matches a call (they start at 1). */
+    CUDA_TRY(cudaMemset(a->base[a->me], 0, a->data_offset));
+    CUDA_TRY(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
+    CUDA_TRY(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
+    CUDA_TRY(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));
+    memset(ipc->ctl_host, 0, sizeof(hiar_ipc_control_t));
+    CUDA_TRY(cudaHostGetDevicePointer((void **)&a->ctl, ipc->ctl_host, 0));
+    CUDA_TRY(cudaDeviceSynchronize());
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
+                                         unsigned char handle[HIAR_IPC_HANDLE_BYTES])
+{
+    hiar_ipc_t *ipc;
+    cudaIpcMemHandle_t h;
+    hiar_result_t rc;
+
+    if (n < 2 || n > HIAR_IPC_MAX_RANKS)
+        return hiar_error_set(HIAR_UNSUPPORTED, "CUDA IPC groups have 2 to %d ranks, not %d",
+                              HIAR_IPC_MAX_RANKS, n);
+    ipc = (hiar_ipc_t *)calloc(1, sizeof(*ipc));
+    if (!ipc)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the IPC transport");
+    ipc->args.n = n;
+    ipc->args.me = me;
+    rc = allocate(ipc, slot_bytes, timeout_ms);
+    if (rc == HIAR_SUCCESS) {
+        cudaError_t err = cudaIpcGetMemHandle(&h, ipc->args.base[me]);
+        rc = err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "cudaIpcGetMemHandle");
+    }
+    if (rc != HIAR_SUCCESS) {
+        hiar_ipc_destroy(ipc);
+        return rc;
+    }
+    memcpy(handle, &h, HIAR_IPC_HANDLE_BYTES);
+    *out = ipc;
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)
+{
+    hiar_ipc_args_t *a = &ipc->args;
+
+    for (int p = 0; p < a->n; p++) {
+        cudaIpcMemHandle_t h;
+        if (p == a->me)
+            continue;
+        memcpy(&h, handles + (size_t)p * HIAR_IPC_HANDLE_BYTES, sizeof(h));
+        cudaError_t err = cudaIpcOpenMemHandle((void **)&a->base[p], h, cudaIpcMemLazyEnablePeerAccess);
+        if (err != cudaSuccess) {
+            a->base[p] = NULL;
+            return hiar_error_set(HIAR_CUDA_ERROR,
+                                  "cudaIpcOpenMemHandle of local rank %d's buffer failed: %s (do the "
+                                  "ranks share an IPC namespace, and can the GPUs reach each other?)",
+                                  p, cudaGetErrorString(err));
+        }
+    }
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token)
+{
+    const hiar_ipc_args_t *a = &ipc->args;
+
+    for (int p = 0; p < a->n; p++) {
+        uint64_t v = token + (uint64_t)a->me;
+        CUDA_TRY(cudaMemcpy(a->base[p] + hiar_ipc_probe_offset(a->me), &v, sizeof(v), cudaMemcpyHostToDevice));
+    }
+    CUDA_TRY(cudaDeviceSynchronize());
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, int *ok)
+{
+    const hiar_ipc_args_t *a = &ipc->args;
+
+    *ok = 1;
+    for (int p = 0; p < a->n; p++) {
+        uint64_t v = 0;
+        CUDA_TRY(cudaMemcpy(&v, a->base[a->me] + hiar_ipc_probe_offset(p), sizeof(v), cudaMemcpyDeviceToHost));
+        if (v != token + (uint64_t)p)
+            *ok = 0;
+    }
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, int oneshot, const void *in, void *out,
+                                            size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor,
+                                            void *stream)
+{
+    cudaError_t err = oneshot ? hiar_ipc_launch_oneshot(&ipc->args, in, out, count, dtype, op, divisor,
+                                                        (cudaStream_t)stream)
+                              : hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor,
+                                                        (cudaStream_t)stream);
+    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, oneshot ? "one-shot kernel launch" : "two-shot kernel launch");
+}
+
+extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)
+{
+    volatile const int *status = &ipc->ctl_host->status;
+    if (*status == HIAR_TIMEOUT)
+        return hiar_error_set(HIAR_TIMEOUT,
+                              "a GPU kernel of an earlier hiar_allreduce gave up: a peer did not "
+                              "arrive within HIAR_TIMEOUT_MS=%llu ms",
+                              (unsigned long long)(ipc->args.timeout_ns / 1000000u));
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_ipc_abort(hiar_ipc_t *ipc)
+{
+    volatile int *abort_flag = &ipc->ctl_host->abort;
+    *abort_flag = 1;
+}
+
+extern "C" hiar_result_t hiar_ipc_quiesce(hiar_ipc_t *ipc)
+{
+    CUDA_TRY(cudaSetDevice(ipc->device));
+    CUDA_TRY(cudaDeviceSynchronize());
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_ipc_unmap_peers(hiar_ipc_t *ipc)
+{
+    hiar_ipc_args_t *a = &ipc->args;
+
+    for (int p = 0; p < a->n; p++)
+        if (p != a->me && a->base[p]) {
+            cudaIpcCloseMemHandle(a->base[p]);
+            a->base[p] = NULL;
+        }
+}
+
+extern "C" void hiar_ipc_destroy(hiar_ipc_t *ipc)
+{
+    if (!ipc)
+        return;
+    hiar_ipc_unmap_peers(ipc);
+    cudaFree(ipc->args.base[ipc->args.me]);
+    cudaFree(ipc->args.state);
+    cudaFreeHost(ipc->ctl_host);
+    cudaGetLastError();
+    free(ipc);
+}

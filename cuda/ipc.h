@@ -1,0 +1,76 @@
+/*
+ * Layout and kernel arguments of the CUDA IPC transport (cuda/ only).
+ *
+ * Each rank makes one IPC-exported allocation; peers map it.  Inside it:
+ *
+ *   | signals (flags, 128 B apart) | LL packets: 2 parities x n senders | data: 4 slots |
+ *
+ * Calls are numbered by an epoch kept on the device (so CUDA graphs replay
+ * correctly); the last block of a kernel advances it.  A call's buffers are
+ * chosen by the epoch's parity: a rank writes into a peer's buffers of parity
+ * p only in call e, whose previous use was call e-2; during call e-1 it
+ * received something the peer sent in call e-1, i.e. after the peer's kernel
+ * e-2 had finished reading.  So no call needs a start or end barrier.
+ */
+#ifndef HIAR_IPC_H
+#define HIAR_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "hiar.h"
+
+#define HIAR_IPC_MAX_RANKS 8
+#define HIAR_IPC_MAX_BLOCKS 64
+/* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
+#define HIAR_IPC_FLAG_STRIDE 128
+/* Largest one-shot (LL) message: packets carry 8 data bytes in 16. */
+#define HIAR_IPC_LL_MAX_BYTES (512 * 1024)
+#define HIAR_IPC_LL_AREA_BYTES (2 * HIAR_IPC_LL_MAX_BYTES)
+#define HIAR_IPC_SIGNAL_BYTES (2 * HIAR_IPC_MAX_BLOCKS * HIAR_IPC_MAX_RANKS * HIAR_IPC_FLAG_STRIDE + \
+                               HIAR_IPC_MAX_RANKS * HIAR_IPC_FLAG_STRIDE)
+
+/* Host memory mapped into the device: the host can stop a spinning kernel. */
+typedef struct {
+    int abort;  /* set by the host: kernels give up */
+    int status; /* set by a kernel: HIAR_TIMEOUT */
+} hiar_ipc_control_t;
+
+/* Per-rank device state (not shared). */
+typedef struct {
+    uint32_t epoch;       /* calls completed */
+    uint32_t blocks_done; /* blocks of the running call that finished */
+} hiar_ipc_state_t;
+
+typedef struct {
+    char *base[HIAR_IPC_MAX_RANKS]; /* every rank's allocation, mapped here (own included) */
+    int n, me;
+    hiar_ipc_state_t *state;
+    const hiar_ipc_control_t *ctl;
+    uint64_t timeout_ns;
+    size_t slot_bytes; /* one of the 4 data slots */
+    size_t ll_offset, data_offset;
+} hiar_ipc_args_t;
+
+/* Offsets of the two flag arrays and the probe words inside the signals. */
+__host__ __device__ static inline size_t hiar_ipc_flag_offset(int which, int block, int sender)
+{
+    return (((size_t)which * HIAR_IPC_MAX_BLOCKS + (size_t)block) * HIAR_IPC_MAX_RANKS + (size_t)sender) *
+           HIAR_IPC_FLAG_STRIDE;
+}
+#define HIAR_IPC_FLAG_RS 0
+#define HIAR_IPC_FLAG_AG 1
+__host__ __device__ static inline size_t hiar_ipc_probe_offset(int sender)
+{
+    return hiar_ipc_flag_offset(2, 0, 0) + (size_t)sender * HIAR_IPC_FLAG_STRIDE;
+}
+
+/* Launchers (oneshot.cu, twoshot.cu). */
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
+                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
+cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
+                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
+
+#endif

@@ -1,0 +1,88 @@
+/* CUDA runtime queries: memory kind of a pointer, the current device, MPS. */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "kernels.h"
+
+/* Asked once per process: without a usable GPU no pointer is device memory,
+ * and a failing runtime call per allreduce would cost more than the call. */
+static bool cuda_usable()
+{
+    static const bool usable = [] {
+        int n = 0;
+        bool ok = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+        cudaGetLastError();
+        return ok;
+    }();
+    return usable;
+}
+
+extern "C" hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device)
+{
+    cudaPointerAttributes attr;
+
+    *on_device = 0;
+    if (!cuda_usable())
+        return HIAR_SUCCESS;
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        cudaGetLastError(); /* not a pointer CUDA knows: host memory */
+        return HIAR_SUCCESS;
+    }
+    *on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32])
+{
+    *device = -1;
+    bus_id[0] = '\0';
+    if (!cuda_usable() || cudaGetDevice(device) != cudaSuccess ||
+        cudaDeviceGetPCIBusId(bus_id, 32, *device) != cudaSuccess) {
+        cudaGetLastError();
+        *device = -1;
+        bus_id[0] = '\0';
+    }
+    return HIAR_SUCCESS;
+}
+
+extern "C" int hiar_cuda_mps_running(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[512];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/control", dir && *dir ? dir : "/tmp/nvidia-mps");
+    return stat(path, &st) == 0;
+}
+
+extern "C" hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out)
+{
+    cudaError_t err = cudaMallocHost(out, bytes);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return hiar_error_set(HIAR_NO_MEMORY, "cudaMallocHost of %zu bytes failed: %s", bytes,
+                              cudaGetErrorString(err));
+    }
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_cuda_host_free(void *ptr)
+{
+    cudaFreeHost(ptr);
+}
+
+extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)
+{
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize((cudaStream_t)stream);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return hiar_error_set(HIAR_CUDA_ERROR, "copying %zu bytes from %p to %p failed: %s", bytes, src,
+                              dst, cudaGetErrorString(err));
+    }
+    return HIAR_SUCCESS;
+}

@@ -1,0 +1,46 @@
+/*
+ * The GPU side of a communicator (CUDA builds): the CUDA IPC transport of
+ * this rank's group, and the pinned buffer that stages device buffers through
+ * the host path where IPC cannot serve a call.
+ */
+#ifndef HIAR_DEVCOMM_H
+#define HIAR_DEVCOMM_H
+
+#include <stdio.h>
+
+#include "hiar.h"
+
+struct hiar_comm;
+typedef struct hiar_devcomm hiar_devcomm_t;
+
+/*
+ * Collective over the comm.  Sets up IPC in every group whose ranks all have
+ * a GPU (2 to 8 ranks) and pass the P2P probe; *out is NULL when this rank
+ * has no GPU.  Failures of IPC are agreed in the group and fall back to
+ * staging, with one warning.
+ */
+hiar_result_t hiar_devcomm_create(struct hiar_comm *comm, hiar_devcomm_t **out);
+
+/* collective = 0 after a failure or on abort: no communication. */
+void hiar_devcomm_destroy(struct hiar_comm *comm, hiar_devcomm_t *dev, int collective);
+
+/* Whether calls on device buffers in one group can use IPC kernels. */
+int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev);
+
+/* IPC allreduce on stream (asynchronous); oneshot selects the LL kernel. */
+hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int oneshot, const void *sendbuf,
+                                         void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                                         int divisor, hiar_stream_t stream);
+
+/* Pinned host buffer for staging, and the copies through it (synchronous on stream). */
+void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes);
+hiar_result_t hiar_devcomm_copy(void *dst, const void *src, size_t bytes, hiar_stream_t stream);
+
+/* HIAR_TIMEOUT once a kernel gave up waiting; HIAR_SUCCESS otherwise. */
+hiar_result_t hiar_devcomm_status(const hiar_devcomm_t *dev);
+void hiar_devcomm_abort(hiar_devcomm_t *dev);
+
+/* One line for hiar_comm_describe: GPU, transport and why. */
+void hiar_devcomm_summary(const hiar_devcomm_t *dev, char *buf, size_t size);
+
+#endif
