@@ -1,0 +1,390 @@
+/*
+ * GPU tests of hiar_allreduce on device buffers (run under mpirun on a GPU
+ * machine; exits 77 = skip without a GPU).
+ *
+ * Inputs are small integers so every result is exact in every dtype and can
+ * be compared with a reference computed here in double from the same formula
+ * (never from hiar's output).  Memory-ordering bugs only show under load, so
+ * besides the case matrix there are thousands of back-to-back calls with
+ * changing inputs, and replays of a captured CUDA graph.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hiar.h"
+
+static int rank, nranks, passed, failed;
+
+#define CUDA_OK(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));            \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* ---- dtype codecs (independent of the library) ---- */
+
+static uint16_t to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void encode(hiar_dtype_t t, void *p, size_t i, double v)
+{
+    switch (t) {
+    case HIAR_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case HIAR_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case HIAR_FLOAT16: ((_Float16 *)p)[i] = (_Float16)v; break;
+    case HIAR_BFLOAT16: ((uint16_t *)p)[i] = to_bf16(v); break;
+    case HIAR_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case HIAR_FLOAT64: ((double *)p)[i] = v; break;
+    case HIAR_UINT8: ((uint8_t *)p)[i] = (uint8_t)(int64_t)v; break;
+    default: ((int8_t *)p)[i] = (int8_t)(int64_t)v; break;
+    }
+}
+
+static double decode(hiar_dtype_t t, const void *p, size_t i)
+{
+    switch (t) {
+    case HIAR_INT32: return ((const int32_t *)p)[i];
+    case HIAR_INT64: return (double)((const int64_t *)p)[i];
+    case HIAR_FLOAT16: return ((const _Float16 *)p)[i];
+    case HIAR_BFLOAT16: return from_bf16(((const uint16_t *)p)[i]);
+    case HIAR_FLOAT32: return ((const float *)p)[i];
+    case HIAR_FLOAT64: return ((const double *)p)[i];
+    case HIAR_UINT8: return ((const uint8_t *)p)[i];
+    default: return ((const int8_t *)p)[i];
+    }
+}
+
+static int is_float(hiar_dtype_t t)
+{
+    return t == HIAR_FLOAT16 || t == HIAR_BFLOAT16 || t == HIAR_FLOAT32 || t == HIAR_FLOAT64;
+}
+
+/* Input of rank r, element i, variant k: small, so results are exact. */
+static double input(hiar_op_t op, int r, size_t i, int k)
+{
+    if (op == HIAR_PROD)
+        return (r + i + (size_t)k) % 5 == 0 ? 2 : 1;
+    if (op == HIAR_MIN || op == HIAR_MAX)
+        return (double)((r * 7 + i * 3 + (size_t)k) % 11);
+    return (double)((r + i + (size_t)k) % 4);
+}
+
+/* The expected element, in the dtype's own wrap-around and rounding. */
+static double expected(hiar_dtype_t t, hiar_op_t op, size_t i, int k)
+{
+    double acc = input(op, 0, i, k);
+    unsigned char cell[8];
+
+    for (int r = 1; r < nranks; r++) {
+        double v = input(op, r, i, k);
+        acc = op == HIAR_PROD ? acc * v : op == HIAR_MIN ? fmin(acc, v) : op == HIAR_MAX ? fmax(acc, v) : acc + v;
+    }
+    if (op == HIAR_AVG)
+        acc = is_float(t) ? acc / nranks : trunc(acc / nranks);
+    if (!is_float(t)) { /* wrap like the dtype: 256 in int8 is 0 */
+        encode(HIAR_INT64, cell, 0, acc);
+        int64_t w = *(int64_t *)cell;
+        size_t sz = hiar_dtype_size(t);
+        if (sz < 8) {
+            w &= (int64_t)((1ull << (8 * sz)) - 1);
+            if (t != HIAR_UINT8 && (w >> (8 * sz - 1)))
+                w -= (int64_t)(1ull << (8 * sz));
+        }
+        return (double)w;
+    }
+    encode(t, cell, 0, acc);
+    return decode(t, cell, 0);
+}
+
+static void fill(hiar_dtype_t t, hiar_op_t op, void *host, size_t count, int k)
+{
+    for (size_t i = 0; i < count; i++)
+        encode(t, host, i, input(op, rank, i, k));
+}
+
+/* Agrees on a verdict: a case passes only if it passed on every rank. */
+static int record(int ok, const char *what)
+{
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all)
+        passed++;
+    else {
+        failed++;
+        if (rank == 0)
+            printf("FAIL: %s\n", what);
+    }
+    return all;
+}
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Compares count results with the reference; also bit-identical across ranks. */
+static int verify(hiar_dtype_t t, hiar_op_t op, const void *got, size_t count, int k)
+{
+    size_t bad = 0;
+    uint64_t h[2], lo[2], hi[2];
+
+    for (size_t i = 0; i < count; i++) {
+        double want = expected(t, op, i, k), have = decode(t, got, i);
+        double tol = op == HIAR_AVG && is_float(t) ? fabs(want) / 64 + 1e-30 : 0;
+        if (!(fabs(have - want) <= tol) && bad++ < 3)
+            fprintf(stderr, "rank %d: %s %s element %zu: got %g want %g\n", rank, hiar_dtype_name(t),
+                    hiar_op_name(op), i, have, want);
+    }
+    h[0] = h[1] = fnv(got, count * hiar_dtype_size(t));
+    MPI_Allreduce(h, lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(h + 1, hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    return bad == 0 && lo[0] == hi[0];
+}
+
+/* One call on device buffers (offset elements into them), checked. */
+static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t count, int inplace, int offset)
+{
+    size_t es = hiar_dtype_size(t), guard = 64, bytes = (count + 2 * guard) * es;
+    unsigned char *host = malloc(bytes), *back = malloc(bytes);
+    char *dsend, *drecv, what[160];
+    int ok = 1;
+    hiar_result_t rc;
+
+    CUDA_OK(cudaMalloc((void **)&dsend, bytes));
+    CUDA_OK(cudaMalloc((void **)&drecv, bytes));
+    memset(host, 0xa5, bytes);
+    fill(t, op, host + (guard + offset) * es, count, 0);
+    CUDA_OK(cudaMemcpy(dsend, host, bytes, cudaMemcpyHostToDevice));
+    memset(host, 0xa5, bytes);
+    CUDA_OK(cudaMemcpy(drecv, inplace ? dsend : (char *)host, bytes,
+                       inplace ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
+    rc = hiar_allreduce(dsend + (guard + offset) * es, drecv + (guard + offset) * es, count, t, op, comm, NULL);
+    CUDA_OK(cudaDeviceSynchronize());
+    if (rc != HIAR_SUCCESS) {
+        fprintf(stderr, "rank %d: %s: %s\n", rank, hiar_strerror(rc), hiar_last_error());
+        ok = 0;
+    }
+    CUDA_OK(cudaMemcpy(back, inplace ? dsend : drecv, bytes, cudaMemcpyDeviceToHost));
+    ok &= verify(t, op, back + (guard + offset) * es, count, 0);
+    for (size_t b = 0; b < (guard + offset) * es && !inplace; b++)
+        ok &= back[b] == 0xa5;
+    for (size_t b = (guard + offset + count) * es; b < bytes && !inplace; b++)
+        ok &= back[b] == 0xa5;
+    snprintf(what, sizeof(what), "%s %s count %zu %s offset %d", hiar_dtype_name(t), hiar_op_name(op),
+             count, inplace ? "in-place" : "out-of-place", offset);
+    record(ok, what);
+    cudaFree(dsend);
+    cudaFree(drecv);
+    free(host);
+    free(back);
+}
+
+static void matrix(hiar_comm_t *comm)
+{
+    /* Across the LL one-shot / two-shot crossover (64 KB) and the LL limit (512 KB). */
+    static const size_t sizes[] = {1, 7, 1000, 4097, 16383, 16385, 70001, 262147};
+    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+        for (int op = 0; op < HIAR_OP_COUNT; op++)
+            for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+                size_t count = sizes[s] / (t == HIAR_INT64 || t == HIAR_FLOAT64 ? 2 : 1);
+                one_case(comm, (hiar_dtype_t)t, (hiar_op_t)op, count, s % 2, (int)(s % 3 == 1));
+            }
+}
+
+/*
+ * Back-to-back calls, no synchronisation in between, inputs that change
+ * every call, another kernel (a memset) between calls; every result checked.
+ */
+static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
+{
+    enum { NIN = 4, NOUT = 32 };
+    size_t bytes = count * hiar_dtype_size(t);
+    void *in[NIN], *out[NOUT], *scratch, *host = malloc(bytes);
+    int ok = 1;
+    char what[96];
+
+    for (int k = 0; k < NIN; k++) {
+        CUDA_OK(cudaMalloc(&in[k], bytes));
+        fill(t, HIAR_SUM, host, count, k);
+        CUDA_OK(cudaMemcpy(in[k], host, bytes, cudaMemcpyHostToDevice));
+    }
+    for (int k = 0; k < NOUT; k++)
+        CUDA_OK(cudaMalloc(&out[k], bytes));
+    CUDA_OK(cudaMalloc(&scratch, 1 << 20));
+    for (int c = 0; c < calls && ok; c += NOUT) {
+        for (int k = 0; k < NOUT; k++) {
+            CUDA_OK(cudaMemsetAsync(out[k], 0xff, bytes, NULL));
+            CUDA_OK(cudaMemsetAsync(scratch, c + k, 1 << 20, NULL));
+            ok &= hiar_allreduce(in[(c + k) % NIN], out[k], count, t, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+        }
+        CUDA_OK(cudaDeviceSynchronize());
+        for (int k = 0; k < NOUT; k++) {
+            CUDA_OK(cudaMemcpy(host, out[k], bytes, cudaMemcpyDeviceToHost));
+            ok &= verify(t, HIAR_SUM, host, count, (c + k) % NIN);
+        }
+    }
+    snprintf(what, sizeof(what), "stress %d calls %s count %zu", calls, hiar_dtype_name(t), count);
+    record(ok, what);
+    for (int k = 0; k < NIN; k++)
+        cudaFree(in[k]);
+    for (int k = 0; k < NOUT; k++)
+        cudaFree(out[k]);
+    cudaFree(scratch);
+    free(host);
+}
+
+/* Calls captured in a CUDA graph, replayed with new inputs each time. */
+static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
+{
+    enum { CALLS = 4, REPLAYS = 50 };
+    size_t bytes = count * hiar_dtype_size(t);
+    void *in, *out[CALLS], *host = malloc(bytes);
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    int ok = 1;
+    char what[96];
+
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc(&in, bytes));
+    for (int k = 0; k < CALLS; k++)
+        CUDA_OK(cudaMalloc(&out[k], bytes));
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < CALLS; k++)
+        ok &= hiar_allreduce(in, out[k], count, t, HIAR_SUM, comm, s) == HIAR_SUCCESS;
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+    for (int r = 0; r < REPLAYS && ok; r++) {
+        fill(t, HIAR_SUM, host, count, r);
+        CUDA_OK(cudaMemcpyAsync(in, host, bytes, cudaMemcpyHostToDevice, s));
+        CUDA_OK(cudaGraphLaunch(exec, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        for (int k = 0; k < CALLS; k++) {
+            CUDA_OK(cudaMemcpy(host, out[k], bytes, cudaMemcpyDeviceToHost));
+            ok &= verify(t, HIAR_SUM, host, count, r);
+        }
+    }
+    snprintf(what, sizeof(what), "graph %d x %d calls %s count %zu", REPLAYS, CALLS, hiar_dtype_name(t), count);
+    record(ok, what);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(g);
+    cudaFree(in);
+    for (int k = 0; k < CALLS; k++)
+        cudaFree(out[k]);
+    cudaStreamDestroy(s);
+    free(host);
+}
+
+/* Rank 1 skips a call: the others' kernels give up after HIAR_TIMEOUT_MS. */
+static void timeout(void)
+{
+    hiar_config_t cfg = HIAR_CONFIG_INIT;
+    hiar_comm_t *comm;
+    hiar_result_t err = HIAR_SUCCESS;
+    float *buf;
+    struct timespec t0, t1;
+    double secs = 0;
+    int ok;
+
+    cfg.settings = "HIAR_TIMEOUT_MS=500";
+    if (hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm) != HIAR_SUCCESS) {
+        record(0, "timeout: create");
+        return;
+    }
+    CUDA_OK(cudaMalloc((void **)&buf, 4096));
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (rank != 1) {
+        ok = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+        CUDA_OK(cudaDeviceSynchronize());
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        ok &= hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS && err == HIAR_TIMEOUT;
+        ok &= hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
+        ok &= secs < 1.5;
+        if (!ok)
+            fprintf(stderr, "rank %d: timeout after %.2f s, async error %s\n", rank, secs, hiar_strerror(err));
+    } else {
+        ok = 1;
+    }
+    ok &= hiar_comm_abort(comm) == HIAR_SUCCESS;
+    record(ok, "timeout: stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s, then COMM_FAILED");
+    cudaFree(buf);
+}
+
+static hiar_comm_t *create(const char *settings)
+{
+    hiar_config_t cfg = HIAR_CONFIG_INIT;
+    hiar_comm_t *comm;
+    cfg.settings = settings;
+    if (hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm) != HIAR_SUCCESS) {
+        fprintf(stderr, "rank %d: hiar_comm_create(%s): %s\n", rank, settings ? settings : "", hiar_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return comm;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Comm local;
+    int lrank, ndev = 0, quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    hiar_comm_t *comm;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0)
+            printf("SKIP: no GPU\n");
+        MPI_Finalize();
+        return 77;
+    }
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &lrank);
+    CUDA_OK(cudaSetDevice(lrank % ndev));
+    comm = create(NULL);
+    if (rank == 0)
+        hiar_comm_describe(comm, stdout);
+    matrix(comm);
+    stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 2048);
+    stress(comm, HIAR_BFLOAT16, 65539, quick ? 64 : 1024);
+    stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 32 : 256);
+    graph(comm, HIAR_FLOAT32, 1000);
+    graph(comm, HIAR_BFLOAT16, 1 << 20);
+    hiar_comm_destroy(comm);
+    /* Small slots: two-shot in many chunks. */
+    comm = create("HIAR_BUFFER_SIZE=64K");
+    one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, 1);
+    one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
+    stress(comm, HIAR_FLOAT32, 100003, quick ? 32 : 256);
+    hiar_comm_destroy(comm);
+    timeout();
+    if (rank == 0)
+        printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
+    MPI_Finalize();
+    return failed ? 1 : 0;
+}
