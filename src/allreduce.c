@@ -1,4 +1,6 @@
 /* hiar_allreduce: validate, choose the path, run it.  No transport code here. */
+#include "config.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,6 @@
 /* hiar_comm_create / destroy / abort / describe, and the live-handle registry. */
+#include "config.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

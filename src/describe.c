@@ -1,4 +1,6 @@
 /* hiar_comm_describe: the groups, why they were chosen, and the paths. */
+#include "config.h"
+
 #include "comm.h"
 #include "error.h"
 #include "log.h"

@@ -183,7 +183,8 @@ static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t cou
     memset(host, 0xa5, bytes);
     CUDA_OK(cudaMemcpy(drecv, inplace ? dsend : (char *)host, bytes,
                        inplace ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
-    rc = hiar_allreduce(dsend + (guard + offset) * es, drecv + (guard + offset) * es, count, t, op, comm, NULL);
+    rc = hiar_allreduce(dsend + (guard + offset) * es, (inplace ? dsend : drecv) + (guard + offset) * es, count,
+                        t, op, comm, NULL);
     CUDA_OK(cudaDeviceSynchronize());
     if (rc != HIAR_SUCCESS) {
         fprintf(stderr, "rank %d: %s: %s\n", rank, hiar_strerror(rc), hiar_last_error());
