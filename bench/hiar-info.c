@@ -1,20 +1,27 @@
 /*
  * hiar-info: what this build of hiar is and how it is configured, like
- * ompi_info: version, build options, and every parameter with its value and
- * where that value came from.
+ * ompi_info: version, build options, every parameter with its value and
+ * where that value came from, and the GPU topology with the grouping hiar
+ * would choose (--topo), for this machine or one modelled by a sysfs tree.
  */
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
 #ifdef HAVE_MPI_EXT_H
 #include <mpi-ext.h>
 #endif
+#ifdef HIAR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
+#include "error.h"
 #include "hiar.h"
 #include "param.h"
+#include "topo.h"
 
 #ifndef HIAR_CUDA_ARCHS
 #define HIAR_CUDA_ARCHS ""
@@ -70,33 +77,233 @@ static int print_params(void)
     return 0;
 }
 
-static void usage(FILE *out)
+/* What --topo was asked for. */
+typedef struct {
+    const char *sysfs_root; /* NULL: HIAR_SYSFS_ROOT */
+    const char *gpus;       /* NULL: the GPUs of this machine */
+    const char *level;      /* NULL: HIAR_GROUP_LEVEL */
+    int no_p2p, json;
+} topo_options_t;
+
+#ifdef HIAR_HAVE_CUDA
+/*
+ * The GPUs this process sees, as a bus-id list, and P2P as the driver claims
+ * it (hiar_comm_create verifies it with a real copy; this tool does not).
+ * No GPU: *list stays NULL and *none says why.
+ */
+static hiar_result_t local_gpus(char **list, unsigned char **p2p, const char **none)
 {
-    fprintf(out, "usage: hiar-info [--build] [--params]\n"
-                 "  --build   version and build options\n"
-                 "  --params  every HIAR_* parameter: type, value, where it came from, meaning\n"
-                 "With no option both are printed.\n");
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+
+    if (err != cudaSuccess || n == 0) {
+        *none = err != cudaSuccess ? cudaGetErrorString(err) : "the CUDA runtime found none";
+        return HIAR_SUCCESS;
+    }
+    *list = calloc((size_t)n, HIAR_BUSID_MAX + 1);
+    *p2p = calloc((size_t)n * (size_t)n, 1);
+    if (!*list || !*p2p)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the list of %d GPUs", n);
+    for (int d = 0; d < n; d++) {
+        char bus[HIAR_BUSID_MAX];
+        err = cudaDeviceGetPCIBusId(bus, sizeof(bus), d);
+        if (err != cudaSuccess)
+            return hiar_error_set(HIAR_CUDA_ERROR, "cudaDeviceGetPCIBusId(device %d): %s", d,
+                                  cudaGetErrorString(err));
+        strcat(strcat(*list, d ? "," : ""), bus);
+        for (int e = 0; e < n; e++) {
+            int can = d == e;
+            if (d != e && cudaDeviceCanAccessPeer(&can, d, e) != cudaSuccess)
+                can = 0;
+            (*p2p)[d * n + e] = (unsigned char)can;
+        }
+    }
+    return HIAR_SUCCESS;
+}
+#else
+static hiar_result_t local_gpus(char **list, unsigned char **p2p, const char **none)
+{
+    (void)list, (void)p2p;
+    *none = "this build of hiar has no CUDA";
+    return HIAR_SUCCESS;
+}
+#endif
+
+static void print_json_strings(const char *key, const hiar_grouping_t *g, int transport)
+{
+    printf(",\"%s\":[", key);
+    for (int i = 0; i < g->ngroups; i++)
+        printf("%s\"%s\"", i ? "," : "",
+               transport ? hiar_transport_name(g->info[i].transport) : hiar_path_name(g->info[i].level));
+    printf("]");
 }
 
-int main(int argc, char **argv)
+/* {"groups":[[0,1],[2,3]],"level":["PHB","PHB"],"transport":["ipc","ipc"]} */
+static void print_json(const hiar_grouping_t *g)
 {
-    int build = 0, params = 0, rc = 0;
+    printf("{\"groups\":[");
+    for (int i = 0; i < g->ngroups; i++) {
+        printf("%s[", i ? "," : "");
+        for (int m = g->start[i]; m < g->start[i + 1]; m++)
+            printf("%s%d", m > g->start[i] ? "," : "", g->members[m]);
+        printf("]");
+    }
+    printf("]");
+    print_json_strings("level", g, 0);
+    print_json_strings("transport", g, 1);
+    printf("}\n");
+}
 
+/* Groups the GPUs of list (one rank each) and prints the table or the JSON. */
+static hiar_result_t group_and_print(const topo_options_t *o, const char *root, const char *list,
+                                     int level, const unsigned char *claimed_p2p)
+{
+    char host[HIAR_HOST_ID_MAX];
+    hiar_topo_fact_t *facts = NULL;
+    unsigned char *p2p = NULL;
+    hiar_grouping_t g;
+    hiar_result_t rc;
+    int n;
+
+    hiar_topo_host_id(NULL, host);
+    HIAR_CHECK(hiar_topo_facts_for_gpus(root, list, host, &facts, &n));
+    rc = o->no_p2p ? hiar_topo_p2p_none(facts, n, &p2p) : HIAR_SUCCESS;
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_topo_group(facts, n, level, o->no_p2p ? p2p : claimed_p2p, &g);
+    if (rc == HIAR_SUCCESS && o->json)
+        print_json(&g);
+    else if (rc == HIAR_SUCCESS)
+        rc = hiar_topo_print(stdout, facts, &g);
+    if (rc == HIAR_SUCCESS)
+        hiar_grouping_free(&g);
+    free(p2p);
+    free(facts);
+    return rc;
+}
+
+static hiar_result_t topo(const topo_options_t *o, const hiar_params_t *p)
+{
+    const char *root = o->sysfs_root ? o->sysfs_root : p->v[HIAR_P_SYSFS_ROOT].text;
+    long long level = p->v[HIAR_P_GROUP_LEVEL].num;
+    unsigned char *claimed = NULL;
+    const char *none = NULL;
+    char *list = NULL;
+    hiar_result_t rc = HIAR_SUCCESS;
+
+    if (o->level)
+        HIAR_CHECK(hiar_param_parse(HIAR_P_GROUP_LEVEL, o->level, &level));
+    if (!o->gpus)
+        rc = local_gpus(&list, &claimed, &none);
+    if (rc == HIAR_SUCCESS && (o->gpus || list)) {
+        rc = group_and_print(o, root, o->gpus ? o->gpus : list, (int)level, claimed);
+    } else if (rc == HIAR_SUCCESS) {
+        /* JSON readers get an empty grouping on stdout, people the reason. */
+        fprintf(o->json ? stderr : stdout,
+                "no GPU: %s; host buffers are grouped by host. --sysfs-root DIR --gpus "
+                "BDF,... models a machine\n",
+                none);
+        if (o->json)
+            printf("{\"groups\":[],\"level\":[],\"transport\":[]}\n");
+    }
+    free(list);
+    free(claimed);
+    return rc;
+}
+
+static int print_topo(const topo_options_t *o)
+{
+    hiar_params_t p;
+    hiar_result_t rc = hiar_params_load(&p, NULL);
+
+    if (rc == HIAR_SUCCESS) {
+        rc = topo(o, &p);
+        hiar_params_free(&p);
+    }
+    if (rc != HIAR_SUCCESS)
+        fprintf(stderr, "hiar-info: %s\n", hiar_last_error());
+    return rc != HIAR_SUCCESS;
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: hiar-info [--build] [--params] [--topo [--sysfs-root DIR] [--gpus BDF,BDF,...]\n"
+            "                 [--level LEVEL] [--no-p2p] [--json]]\n"
+            "  --build            version and build options\n"
+            "  --params           every HIAR_* parameter: type, value, where it came from, meaning\n"
+            "  --topo             the GPUs of this machine, their PCI topology, and the groups\n"
+            "                     hiar forms (one rank per GPU)\n"
+            "  --sysfs-root DIR   read the PCI topology under DIR instead of HIAR_SYSFS_ROOT (/sys)\n"
+            "  --gpus BDF,...     model one rank per listed GPU, in that order, without touching a\n"
+            "                     GPU; P2P is assumed where the PCIe path allows it (up to PHB)\n"
+            "  --level LEVEL      auto|NVL|PIX|PXB|PHB|NODE|SYS|HOST|RANK (default HIAR_GROUP_LEVEL)\n"
+            "  --no-p2p           model GPUs without P2P (consumer GPUs): groups use shm\n"
+            "  --json             {\"groups\":[[0,1],...],\"level\":[...],\"transport\":[...]}\n"
+            "The --topo options imply --topo.  With no option, --build and --params are printed.\n");
+}
+
+/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past it. */
+static int option_value(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    size_t n = strlen(name);
+
+    if (strncmp(argv[*i], name, n) != 0)
+        return 0;
+    if (argv[*i][n] == '=') {
+        *value = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "hiar-info: %s needs a value\n", name);
+        exit(2);
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+/* 0: run; 1: help printed, exit 0; 2: bad usage. */
+static int parse_args(int argc, char **argv, int *build, int *params, int *topo,
+                      topo_options_t *o)
+{
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--build") == 0) {
-            build = 1;
-        } else if (strcmp(argv[i], "--params") == 0) {
-            params = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+        const char *a = argv[i];
+        if (strcmp(a, "--build") == 0) {
+            *build = 1;
+        } else if (strcmp(a, "--params") == 0) {
+            *params = 1;
+        } else if (strcmp(a, "--topo") == 0) {
+            *topo = 1;
+        } else if (strcmp(a, "--no-p2p") == 0) {
+            o->no_p2p = *topo = 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = *topo = 1;
+        } else if (option_value(argc, argv, &i, "--sysfs-root", &o->sysfs_root) ||
+                   option_value(argc, argv, &i, "--gpus", &o->gpus) ||
+                   option_value(argc, argv, &i, "--level", &o->level)) {
+            *topo = 1;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
-            return 0;
+            return 1;
         } else {
-            fprintf(stderr, "hiar-info: unknown option '%s'\n", argv[i]);
+            fprintf(stderr, "hiar-info: unknown option '%s'\n", a);
             usage(stderr);
             return 2;
         }
     }
-    if (!build && !params)
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    topo_options_t topo_opts = {0};
+    int build = 0, params = 0, topo = 0, rc;
+
+    rc = parse_args(argc, argv, &build, &params, &topo, &topo_opts);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    if (!build && !params && !topo)
         build = params = 1;
     MPI_Init(&argc, &argv);
     if (build)
@@ -105,6 +312,10 @@ int main(int argc, char **argv)
         printf("\n");
     if (params)
         rc = print_params();
+    if (topo && (build || params))
+        printf("\n");
+    if (topo && rc == 0)
+        rc = print_topo(&topo_opts);
     MPI_Finalize();
     return rc;
 }
