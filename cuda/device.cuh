@@ -207,6 +207,60 @@ __device__ __forceinline__ uint4 load_peer_written(const uint4 *p)
     return __ldcg(p);
 }
 
+/* ---- work split and block-wide signalling ---- */
+
+/* Bytes a thread moves per access: 16-byte vectors. */
+#define HIAR_UNIT 16
+#define HIAR_THREADS 512
+
+/*
+ * Blocks for `bytes` of work per rank: one per 16 KB (two units per thread),
+ * up to HIAR_IPC_MAX_BLOCKS: enough outstanding stores to fill NVLink, and
+ * the same on every rank (it depends on the size only).
+ */
+static inline unsigned hiar_blocks_for(size_t bytes)
+{
+    size_t blocks = bytes / (2 * HIAR_THREADS * HIAR_UNIT) + 1;
+    return (unsigned)(blocks < HIAR_IPC_MAX_BLOCKS ? blocks : HIAR_IPC_MAX_BLOCKS);
+}
+
+/* Part `idx` of `parts` of [0, units) in units, as byte offsets. */
+__device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *lo, size_t *hi)
+{
+    size_t base = units / parts, extra = units % parts, i = (size_t)idx;
+    *lo = (i * base + (i < extra ? i : extra)) * HIAR_UNIT;
+    *hi = *lo + (base + (i < extra)) * HIAR_UNIT;
+}
+
+/* Block-wide: tell every peer this block finished a step; then wait for theirs. */
+__device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int which, uint64_t value,
+                                                hiar_waiter &w)
+{
+    __shared__ int all_ok;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        bool ok = true;
+        /* The release store is cumulative: the block's writes, ordered before
+         * it by the barrier above, are visible to a peer that acquires it. */
+        for (int k = 1; k < a.n; k++) {
+            int p = (a.me + k) % a.n;
+            flag_store_release(reinterpret_cast<uint64_t *>(
+                                   a.base[p] + hiar_ipc_flag_offset(which, blockIdx.x, a.me)),
+                               value);
+        }
+        for (int k = 1; k < a.n && ok; k++) {
+            int p = (a.me + k) % a.n;
+            const uint64_t *flag = reinterpret_cast<const uint64_t *>(
+                a.base[a.me] + hiar_ipc_flag_offset(which, blockIdx.x, p));
+            while (flag_load_acquire(flag) < value && (ok = waiter_poll(w)))
+                ;
+        }
+        all_ok = ok;
+    }
+    __syncthreads();
+    return all_ok;
+}
+
 /* ---- end of a call: the last block to finish advances the comm's epoch ---- */
 
 __device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint32_t epoch)

@@ -136,15 +136,16 @@ extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, i
     return HIAR_SUCCESS;
 }
 
-extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, int oneshot, const void *in, void *out,
-                                            size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor,
-                                            void *stream)
+extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in,
+                                            void *out, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                                            int divisor, void *stream)
 {
-    cudaError_t err = oneshot ? hiar_ipc_launch_oneshot(&ipc->args, in, out, count, dtype, op, divisor,
-                                                        (cudaStream_t)stream)
-                              : hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor,
-                                                        (cudaStream_t)stream);
-    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, oneshot ? "one-shot kernel launch" : "two-shot kernel launch");
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaError_t err = kernel == HIAR_IPC_TWOSHOT
+                          ? hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor, s)
+                          : hiar_ipc_launch_oneshot(&ipc->args, kernel == HIAR_IPC_LL, in, out, count, dtype,
+                                                    op, divisor, s);
+    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "allreduce kernel launch");
 }
 
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)

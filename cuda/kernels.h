@@ -57,12 +57,15 @@ hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);
 hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token);
 hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, int *ok);
 
-/*
- * Allreduce of device buffers, asynchronous on stream (capturable in a CUDA
- * graph).  oneshot selects the LL kernel (count * size <= hiar_ipc_oneshot_max()).
- */
-hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, int oneshot, const void *in, void *out, size_t count,
-                                 hiar_dtype_t dtype, hiar_op_t op, int divisor, void *stream);
+typedef enum {
+    HIAR_IPC_LL,     /* one-shot, data and flag in one store: small messages (<= hiar_ipc_oneshot_max()) */
+    HIAR_IPC_PUSH,   /* one-shot, data pushed then one flag per block per chunk */
+    HIAR_IPC_TWOSHOT /* reduce-scatter + all-gather, pushed */
+} hiar_ipc_kernel_t;
+
+/* Allreduce of device buffers, asynchronous on stream (capturable in a CUDA graph). */
+hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in, void *out,
+                                 size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor, void *stream);
 
 /* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */
 hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);

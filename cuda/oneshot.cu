@@ -1,5 +1,8 @@
 /*
- * One-shot allreduce for small messages, LL protocol.
+ * One-shot allreduce kernels: every rank receives every input and reduces
+ * all of them, in rank order (so every rank gets the same bits).
+ *
+ * LL, for small messages.
  *
  * Purpose: lowest latency.  Every rank pushes its input to every peer as
  * 16-byte packets {data, epoch, data, epoch}; a packet is valid when both
@@ -8,6 +11,11 @@
  * order (same bits everywhere).
  * Cost: twice the bytes on the wire, so it pays only for small messages.
  * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.
+ *
+ * Push, for medium messages (and large ones on 2 ranks, where it moves the
+ * same bytes as two-shot with one exchange instead of two): per chunk, block
+ * b pushes part b of its input into every peer's slot, signals, waits for
+ * the peers' block b, and reduces part b.
  */
 #include "device.cuh"
 
@@ -83,6 +91,58 @@ __global__ void __launch_bounds__(LL_THREADS)
 }
 
 template <typename T>
+__global__ void __launch_bounds__(HIAR_THREADS)
+    oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
+                 size_t chunk_bytes)
+{
+    const uint32_t e = a.state->epoch + 1;
+    hiar_waiter w = waiter_begin(a);
+    uint32_t step = 0;
+
+    for (size_t c0 = 0; c0 < total; c0 += chunk_bytes, step++) {
+        size_t bytes = total - c0 < chunk_bytes ? total - c0 : chunk_bytes, lo, hi;
+        size_t slot = a.data_offset + (size_t)((e & 1) * 2 + (step & 1)) * a.slot_bytes;
+        split((bytes + HIAR_UNIT - 1) / HIAR_UNIT, gridDim.x, blockIdx.x, &lo, &hi);
+        for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT) {
+            uint4 u = load_unit<HIAR_UNIT>(in, c0 + off, total, esize);
+            for (int k = 1; k < a.n; k++) {
+                int p = (a.me + k) % a.n;
+                *reinterpret_cast<uint4 *>(a.base[p] + slot + (size_t)a.me * chunk_bytes + off) = u;
+            }
+        }
+        if (!exchange_signal(a, HIAR_IPC_FLAG_RS, ((uint64_t)e << 24) | (step + 1), w))
+            break;
+        for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT) {
+            unit_acc<T, HIAR_UNIT> acc;
+            for (int p = 0; p < a.n; p++) {
+                uint4 u = p == a.me ? load_unit<HIAR_UNIT>(in, c0 + off, total, esize)
+                                    : load_peer_written(reinterpret_cast<const uint4 *>(
+                                          a.base[a.me] + slot + (size_t)p * chunk_bytes + off));
+                if (p == 0)
+                    acc.load(&u);
+                else
+                    acc.fold(op, &u);
+            }
+            uint4 r;
+            acc.store(&r, divisor);
+            store_unit<HIAR_UNIT>(out, c0 + off, total, esize, r);
+        }
+    }
+    finish_call(a, e);
+}
+
+template <typename T>
+static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
+                               hiar_op_t op, int divisor, cudaStream_t stream)
+{
+    size_t chunk = a->slot_bytes / (size_t)a->n / HIAR_UNIT * HIAR_UNIT;
+
+    oneshot_push<T><<<hiar_blocks_for(bytes < chunk ? bytes : chunk), HIAR_THREADS, 0, stream>>>(
+        *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk);
+    return cudaGetLastError();
+}
+
+template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                           hiar_op_t op, int divisor, cudaStream_t stream)
 {
@@ -97,11 +157,12 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
     return cudaGetLastError();
 }
 
-cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,
                                     hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t esize = hiar_dtype_size(dtype);
     return hiar_dispatch_dtype(dtype, [&](auto tag) {
-        return launch<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream);
+        return ll ? launch<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream)
+                  : launch_push<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream);
     });
 }

@@ -19,19 +19,6 @@
  */
 #include "device.cuh"
 
-#define TS_THREADS 512
-#define TS_UNIT 16
-/* Blocks for large messages: enough to keep the links busy, not more
- * (peers' links saturate long before the SMs do). */
-#define TS_MAX_BLOCKS 32
-
-/* Part `idx` of `parts` of [0, units) in units, as byte offsets. */
-__device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *lo, size_t *hi)
-{
-    size_t base = units / parts, extra = units % parts, i = (size_t)idx;
-    *lo = (i * base + (i < extra ? i : extra)) * TS_UNIT;
-    *hi = *lo + (base + (i < extra)) * TS_UNIT;
-}
 
 struct ts_chunk {
     size_t c0, bytes;    /* chunk position and size in the message */
@@ -43,9 +30,9 @@ struct ts_chunk {
 /* Byte range of this block's part of shard s of the chunk (relative to the chunk). */
 __device__ __forceinline__ void block_part(const ts_chunk &c, int n, int s, size_t *lo, size_t *hi)
 {
-    size_t units = (c.bytes + TS_UNIT - 1) / TS_UNIT, s_lo, s_hi;
+    size_t units = (c.bytes + HIAR_UNIT - 1) / HIAR_UNIT, s_lo, s_hi;
     split(units, n, s, &s_lo, &s_hi);
-    split((s_hi - s_lo) / TS_UNIT, gridDim.x, blockIdx.x, lo, hi);
+    split((s_hi - s_lo) / HIAR_UNIT, gridDim.x, blockIdx.x, lo, hi);
     *lo += s_lo;
     *hi += s_lo;
 }
@@ -61,45 +48,17 @@ __device__ __forceinline__ uint4 *ag_at(const ts_chunk &c, int rank, int n, size
     return reinterpret_cast<uint4 *>(c.slot[rank] + (size_t)n * c.shard_cap + chunk_off);
 }
 
-/* Block-wide: tell every peer this block finished a step; then wait for theirs. */
-__device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int which, uint64_t value,
-                                                hiar_waiter &w)
-{
-    __shared__ int all_ok;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        bool ok = true;
-        __threadfence_system();
-        for (int k = 1; k < a.n; k++) {
-            int p = (a.me + k) % a.n;
-            flag_store_release(reinterpret_cast<uint64_t *>(
-                                   a.base[p] + hiar_ipc_flag_offset(which, blockIdx.x, a.me)),
-                               value);
-        }
-        for (int k = 1; k < a.n && ok; k++) {
-            int p = (a.me + k) % a.n;
-            const uint64_t *flag = reinterpret_cast<const uint64_t *>(
-                a.base[a.me] + hiar_ipc_flag_offset(which, blockIdx.x, p));
-            while (flag_load_acquire(flag) < value && (ok = waiter_poll(w)))
-                ;
-        }
-        all_ok = ok;
-    }
-    __syncthreads();
-    return all_ok;
-}
-
 template <typename T>
 __device__ void reduce_own_shard(const hiar_ipc_args_t &a, const ts_chunk &c, const char *in, char *out,
                                  size_t total, int esize, int op, int divisor)
 {
     size_t lo, hi, s_lo, s_hi;
     block_part(c, a.n, a.me, &lo, &hi);
-    split((c.bytes + TS_UNIT - 1) / TS_UNIT, a.n, a.me, &s_lo, &s_hi);
-    for (size_t off = lo + threadIdx.x * TS_UNIT; off < hi; off += (size_t)blockDim.x * TS_UNIT) {
-        unit_acc<T, TS_UNIT> acc;
+    split((c.bytes + HIAR_UNIT - 1) / HIAR_UNIT, a.n, a.me, &s_lo, &s_hi);
+    for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT) {
+        unit_acc<T, HIAR_UNIT> acc;
         for (int p = 0; p < a.n; p++) {
-            uint4 u = p == a.me ? load_unit<TS_UNIT>(in, c.c0 + off, total, esize)
+            uint4 u = p == a.me ? load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize)
                                 : load_peer_written(rs_at(c, a.me, p, off - s_lo));
             if (p == 0)
                 acc.load(&u);
@@ -108,14 +67,14 @@ __device__ void reduce_own_shard(const hiar_ipc_args_t &a, const ts_chunk &c, co
         }
         uint4 r;
         acc.store(&r, divisor);
-        store_unit<TS_UNIT>(out, c.c0 + off, total, esize, r);
+        store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
         for (int k = 1; k < a.n; k++)
             *ag_at(c, (a.me + k) % a.n, a.n, off) = r;
     }
 }
 
 template <typename T>
-__global__ void __launch_bounds__(TS_THREADS)
+__global__ void __launch_bounds__(HIAR_THREADS)
     twoshot(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
             size_t chunk_bytes)
 {
@@ -138,9 +97,9 @@ __global__ void __launch_bounds__(TS_THREADS)
             int s = (a.me + k) % a.n;
             size_t lo, hi, s_lo, s_hi;
             block_part(c, a.n, s, &lo, &hi);
-            split((c.bytes + TS_UNIT - 1) / TS_UNIT, a.n, s, &s_lo, &s_hi);
-            for (size_t off = lo + threadIdx.x * TS_UNIT; off < hi; off += (size_t)blockDim.x * TS_UNIT)
-                *rs_at(c, s, a.me, off - s_lo) = load_unit<TS_UNIT>(in, c0 + off, total, esize);
+            split((c.bytes + HIAR_UNIT - 1) / HIAR_UNIT, a.n, s, &s_lo, &s_hi);
+            for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT)
+                *rs_at(c, s, a.me, off - s_lo) = load_unit<HIAR_UNIT>(in, c0 + off, total, esize);
         }
         ok = exchange_signal(a, HIAR_IPC_FLAG_RS, c.value, w);
         if (!ok)
@@ -152,8 +111,8 @@ __global__ void __launch_bounds__(TS_THREADS)
         for (int k = 1; k < a.n; k++) {
             size_t lo, hi;
             block_part(c, a.n, (a.me + k) % a.n, &lo, &hi);
-            for (size_t off = lo + threadIdx.x * TS_UNIT; off < hi; off += (size_t)blockDim.x * TS_UNIT)
-                store_unit<TS_UNIT>(out, c0 + off, total, esize, load_peer_written(ag_at(c, a.me, a.n, off)));
+            for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT)
+                store_unit<HIAR_UNIT>(out, c0 + off, total, esize, load_peer_written(ag_at(c, a.me, a.n, off)));
         }
     }
     finish_call(a, e);
@@ -162,7 +121,7 @@ __global__ void __launch_bounds__(TS_THREADS)
 /* Largest chunk whose shards (n of them) and gathered copy fit one slot. */
 static size_t chunk_bytes_for(size_t slot_bytes, int n)
 {
-    size_t granule = (size_t)TS_UNIT * (size_t)n;
+    size_t granule = (size_t)HIAR_UNIT * (size_t)n;
     return slot_bytes / 2 / granule * granule;
 }
 
@@ -171,14 +130,9 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
                           hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t chunk = chunk_bytes_for(a->slot_bytes, a->n);
-    size_t first_chunk = bytes < chunk ? bytes : chunk;
-    /* One block per 8 KB of a rank's shard, up to TS_MAX_BLOCKS. */
-    size_t blocks = first_chunk / (size_t)a->n / 8192 + 1;
 
-    if (blocks > TS_MAX_BLOCKS)
-        blocks = TS_MAX_BLOCKS;
-    twoshot<T><<<(unsigned)blocks, TS_THREADS, 0, stream>>>(*a, (const char *)in, (char *)out, bytes,
-                                                            esize, (int)op, divisor, chunk);
+    twoshot<T><<<hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)a->n), HIAR_THREADS, 0, stream>>>(
+        *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk);
     return cudaGetLastError();
 }
 

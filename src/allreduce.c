@@ -203,9 +203,10 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", count, hiar_dtype_name(dtype),
                hiar_op_name(op), device ? "device" : "host", hiar_plan_name(path));
 #ifdef HIAR_HAVE_CUDA
-    if (path == HIAR_PLAN_IPC_ONESHOT || path == HIAR_PLAN_IPC_TWOSHOT) {
+    if (path >= HIAR_PLAN_IPC_LL) {
+        static const hiar_ipc_kernel_t kernels[] = {HIAR_IPC_LL, HIAR_IPC_PUSH, HIAR_IPC_TWOSHOT};
         HIAR_CHECK(hiar_devcomm_status(comm->dev));
-        return hiar_devcomm_ipc_allreduce(comm->dev, path == HIAR_PLAN_IPC_ONESHOT, sendbuf, recvbuf,
+        return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
     if (device)

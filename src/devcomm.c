@@ -8,9 +8,9 @@
 #include "kernels.h"
 #include "log.h"
 
-/* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: two-shot moves
- * half a slot per chunk, and 8 MB chunks keep the flag overhead small. */
-#define IPC_SLOT_DEFAULT ((size_t)16 << 20)
+/* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
+ * a slot (2 ranks), and 16 MB chunks keep the per-chunk signalling small. */
+#define IPC_SLOT_DEFAULT ((size_t)32 << 20)
 /* Pinned buffer for staging device buffers through the host path. */
 #define STAGE_BYTES ((size_t)4 << 20)
 #define BUS_ID_MAX 32
@@ -155,11 +155,12 @@ int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev)
     return dev && dev->ipc;
 }
 
-hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int oneshot, const void *sendbuf,
+hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const void *sendbuf,
                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                          int divisor, hiar_stream_t stream)
 {
-    return hiar_ipc_allreduce(dev->ipc, oneshot, sendbuf, recvbuf, count, dtype, op, divisor, stream);
+    return hiar_ipc_allreduce(dev->ipc, (hiar_ipc_kernel_t)kernel, sendbuf, recvbuf, count, dtype, op,
+                              divisor, stream);
 }
 
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes)

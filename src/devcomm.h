@@ -27,8 +27,8 @@ void hiar_devcomm_destroy(struct hiar_comm *comm, hiar_devcomm_t *dev, int colle
 /* Whether calls on device buffers in one group can use IPC kernels. */
 int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev);
 
-/* IPC allreduce on stream (asynchronous); oneshot selects the LL kernel. */
-hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int oneshot, const void *sendbuf,
+/* IPC allreduce on stream (asynchronous) with kernel, a hiar_ipc_kernel_t. */
+hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const void *sendbuf,
                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                          int divisor, hiar_stream_t stream);
 

@@ -4,7 +4,7 @@
 
 const char *hiar_plan_name(hiar_plan_t path)
 {
-    static const char *const names[] = {"oneshot", "twoshot", "hier", "mpi", "ipc-oneshot", "ipc-twoshot"};
+    static const char *const names[] = {"oneshot", "twoshot", "hier", "mpi", "ipc-ll", "ipc-push", "ipc-twoshot"};
     return names[path];
 }
 
@@ -15,10 +15,12 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in)
     if (limit > in->ipc_ll_max)
         limit = in->ipc_ll_max;
     if (in->algo == HIAR_ALGO_ONESHOT)
-        limit = in->ipc_ll_max;
-    else if (in->algo != HIAR_ALGO_AUTO)
-        limit = 0;
-    return in->bytes <= limit ? HIAR_PLAN_IPC_ONESHOT : HIAR_PLAN_IPC_TWOSHOT;
+        return in->bytes <= in->ipc_ll_max ? HIAR_PLAN_IPC_LL : HIAR_PLAN_IPC_PUSH;
+    if (in->algo != HIAR_ALGO_AUTO)
+        return HIAR_PLAN_IPC_TWOSHOT;
+    if (in->bytes <= limit)
+        return HIAR_PLAN_IPC_LL;
+    return in->nranks == 2 || in->bytes <= HIAR_IPC_PUSH_MAX ? HIAR_PLAN_IPC_PUSH : HIAR_PLAN_IPC_TWOSHOT;
 }
 
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)

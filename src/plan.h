@@ -9,14 +9,18 @@ typedef enum {
     HIAR_PLAN_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
     HIAR_PLAN_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
     HIAR_PLAN_MPI,     /* MPI_Allreduce over all ranks */
-    HIAR_PLAN_IPC_ONESHOT, /* device buffers, one group: LL one-shot kernel */
+    HIAR_PLAN_IPC_LL,      /* device buffers, one group: LL one-shot kernel */
+    HIAR_PLAN_IPC_PUSH,    /* device buffers, one group: push one-shot kernel */
     HIAR_PLAN_IPC_TWOSHOT  /* device buffers, one group: two-shot kernel */
 } hiar_plan_t;
 
 /* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0. */
 #define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
-/* Largest one-shot message on the IPC transport when HIAR_ONESHOT_MAX is 0. */
+/* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is 0. */
 #define HIAR_IPC_ONESHOT_MAX_DEFAULT (64 * 1024)
+/* Largest push one-shot message for more than 2 ranks: one-shot moves
+ * (n-1) x the message per rank, two-shot 2 (n-1)/n x. */
+#define HIAR_IPC_PUSH_MAX (1024 * 1024)
 
 typedef struct {
     int nranks, ngroups;

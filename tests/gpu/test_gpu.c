@@ -383,6 +383,13 @@ int main(int argc, char **argv)
     one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
     stress(comm, HIAR_FLOAT32, 100003, quick ? 32 : 256);
     hiar_comm_destroy(comm);
+    /* Two-shot, which the size rules pick only for more than 2 ranks. */
+    comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
+    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
+    graph(comm, HIAR_FLOAT32, 70001);
+    hiar_comm_destroy(comm);
     timeout();
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
