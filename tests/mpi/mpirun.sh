@@ -1,0 +1,52 @@
+#!/bin/sh
+# Runs an MPI test program: mpirun.sh NP PROGRAM [ARGS...]
+#
+# Every HIAR_* variable of the caller reaches every rank (Open MPI forwards
+# only what -x names).  Exit 77 (automake's SKIP) when there is no mpirun.
+# A hang fails after HIAR_TEST_TIMEOUT seconds (default 300) instead of
+# blocking the whole `make check`.  HIAR_TEST_MPIRUN_ARGS adds options, e.g.
+# "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any".
+if [ $# -lt 2 ]; then
+    echo "usage: $0 NP PROGRAM [ARGS...]" >&2
+    exit 99
+fi
+np=$1
+shift
+
+if [ -z "$MPIRUN" ] || ! command -v "$MPIRUN" >/dev/null 2>&1; then
+    echo "SKIP: no mpirun (MPIRUN='$MPIRUN')"
+    exit 77
+fi
+
+# Containers often run as root; Open MPI refuses that unless told.
+OMPI_ALLOW_RUN_AS_ROOT=1
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
+
+forward=
+for name in $(env | sed -n 's/^\(HIAR_[A-Za-z0-9_]*\)=.*/\1/p'); do
+    forward="$forward -x $name"
+done
+
+# Open MPI's session directory goes under TMPDIR: a fresh one per run, or two
+# tests that start at once (make -j2 check) race to create /tmp/ompi.HOST.UID.
+session=$(mktemp -d "${TMPDIR:-/tmp}/hiar-mpirun.XXXXXX") || exit 99
+trap 'rm -rf "$session"' EXIT
+TMPDIR=$session
+export TMPDIR
+
+timeout=${HIAR_TEST_TIMEOUT:-300}
+# --oversubscribe: 8 ranks on 2 cores; --bind-to none: binding oversubscribed
+# ranks to cores makes waiting ranks starve the working ones;
+# single_copy_mechanism none: containers often forbid the CMA copies vader uses.
+set -x
+timeout -k 10 "$timeout" "$MPIRUN" --oversubscribe --bind-to none \
+    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none \
+    $HIAR_TEST_MPIRUN_ARGS $forward -np "$np" "$@"
+rc=$?
+{ set +x; } 2>/dev/null
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "FAIL: timed out after $timeout s (np=$np $*)"
+    exit 1
+fi
+exit $rc

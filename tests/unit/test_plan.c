@@ -1,0 +1,215 @@
+/*
+ * Path choice (src/plan.c) for each combination of grouping, size and
+ * HIAR_ALGO on host buffers, and how messages are cut into shards
+ * (src/shard.h).  Which IPC kernel serves device buffers is tuned on the GPU
+ * machine; here only that device buffers of one group get an IPC plan.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "param.h"
+#include "plan.h"
+#include "shard.h"
+
+#define K ((size_t)1024)
+#define M (K * K)
+
+typedef struct {
+    int nranks, ngroups;
+    size_t bytes;
+    int algo;
+    size_t oneshot_max;
+    int ipc;
+    size_t ipc_ll_max;
+    hiar_plan_t want;
+} plan_case_t;
+
+/* Written from plan.h and the paths table of DESIGN.md, one line per combination. */
+static const plan_case_t plan_cases[] = {
+    /* one rank: a group of one, the shm paths by size */
+    {1, 1, 8, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {1, 1, M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_TWOSHOT},
+    {1, 1, 8, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
+    /* one group: one-shot up to HIAR_ONESHOT_MAX (64K when 0), two-shot above */
+    {4, 1, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, 64 * K, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, 64 * K + 1, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_TWOSHOT},
+    {4, 1, K, HIAR_ALGO_AUTO, K, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, K + 1, HIAR_ALGO_AUTO, K, 0, 0, HIAR_PLAN_TWOSHOT},
+    {4, 1, 512 * K, HIAR_ALGO_AUTO, M, 0, 0, HIAR_PLAN_ONESHOT},
+    /* one group, forced */
+    {4, 1, 64 * M, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_TWOSHOT},
+    {4, 1, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_TWOSHOT},
+    {4, 1, 4, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
+    /* several groups: hierarchical whatever the size, unless MPI is forced */
+    {4, 2, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 64 * M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 4, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_HIER},
+    {8, 3, M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 4, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
+    /* every rank alone: MPI */
+    {4, 4, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_MPI},
+    {4, 4, 64 * M, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_MPI},
+    {2, 2, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_MPI},
+    /* device buffers with IPC: several groups or forced MPI still decide first */
+    {4, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_HIER},
+    {2, 1, 4, HIAR_ALGO_MPI, 0, 1, M, HIAR_PLAN_MPI},
+    {2, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_MPI},
+};
+
+Test(plan, each_combination)
+{
+    for (size_t i = 0; i < sizeof(plan_cases) / sizeof(plan_cases[0]); i++) {
+        const plan_case_t *c = &plan_cases[i];
+        hiar_plan_input_t in = {0};
+        hiar_plan_t got;
+        in.nranks = c->nranks;
+        in.ngroups = c->ngroups;
+        in.bytes = c->bytes;
+        in.algo = c->algo;
+        in.oneshot_max = c->oneshot_max;
+        in.ipc = c->ipc;
+        in.ipc_ll_max = c->ipc_ll_max;
+        got = hiar_plan_choose(&in);
+        cr_expect_eq(got, c->want,
+                     "case %zu: %d ranks, %d groups, %zu bytes, algo %d, oneshot_max %zu, ipc %d "
+                     "(LL max %zu): got %s, expected %s",
+                     i, c->nranks, c->ngroups, c->bytes, c->algo, c->oneshot_max, c->ipc, c->ipc_ll_max,
+                     hiar_plan_name(got), hiar_plan_name(c->want));
+    }
+}
+
+static int is_host_plan(hiar_plan_t p)
+{
+    return p == HIAR_PLAN_ONESHOT || p == HIAR_PLAN_TWOSHOT || p == HIAR_PLAN_HIER || p == HIAR_PLAN_MPI;
+}
+
+/* Properties over a sweep: host buffers of one group go two-shot above one size, never back. */
+Test(plan, sweep)
+{
+    static const size_t sizes[] = {1, 64, 4 * K, 64 * K - 1, 64 * K, 64 * K + 1, M, 64 * M, (size_t)1 << 40};
+    static const int shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {4, 2}, {8, 3}, {2, 2}, {8, 8}};
+
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+        for (int algo = HIAR_ALGO_AUTO; algo <= HIAR_ALGO_MPI; algo++)
+            for (int ipc = 0; ipc < 2; ipc++) {
+                int seen_twoshot = 0;
+                for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
+                    hiar_plan_input_t in = {0};
+                    hiar_plan_t got;
+                    int alone = shapes[s][1] == shapes[s][0] && shapes[s][0] > 1;
+                    in.nranks = shapes[s][0];
+                    in.ngroups = shapes[s][1];
+                    in.bytes = sizes[b];
+                    in.algo = algo;
+                    in.ipc = ipc;
+                    in.ipc_ll_max = M;
+                    got = hiar_plan_choose(&in);
+                    if (algo == HIAR_ALGO_MPI || alone)
+                        cr_expect_eq(got, HIAR_PLAN_MPI, "shape %zu algo %d", s, algo);
+                    else if (shapes[s][1] > 1)
+                        cr_expect_eq(got, HIAR_PLAN_HIER, "shape %zu algo %d", s, algo);
+                    else if (ipc)
+                        cr_expect(!is_host_plan(got), "device buffers with IPC took %s",
+                                  hiar_plan_name(got));
+                    else
+                        cr_expect(got == HIAR_PLAN_ONESHOT || got == HIAR_PLAN_TWOSHOT,
+                                  "host buffers in one group took %s", hiar_plan_name(got));
+                    if (ipc)
+                        continue;
+                    if (got == HIAR_PLAN_TWOSHOT)
+                        seen_twoshot = 1;
+                    else if (seen_twoshot)
+                        cr_expect_fail("shape %zu algo %d ipc %d: %zu bytes went back to %s after "
+                                       "a smaller size went two-shot",
+                                       s, algo, ipc, sizes[b], hiar_plan_name(got));
+                }
+            }
+}
+
+Test(plan, names)
+{
+    const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI};
+    enum { N = sizeof(plans) / sizeof(plans[0]) };
+
+    for (int i = 0; i < N; i++) {
+        cr_assert(hiar_plan_name(plans[i]) && hiar_plan_name(plans[i])[0]);
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(hiar_plan_name(plans[i]), hiar_plan_name(plans[j]));
+    }
+    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_ONESHOT), "oneshot");
+    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_TWOSHOT), "twoshot");
+    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_HIER), "hier");
+    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_MPI), "mpi");
+}
+
+/* ---- shards ---- */
+
+Test(shard, example_of_shard_h)
+{
+    size_t first, n;
+
+    /* 100 float32 in 3 shards: [0,48) [48,80) [80,100). */
+    hiar_shard_range(100, 4, 3, 0, &first, &n);
+    cr_expect(first == 0 && n == 48, "shard 0: [%zu,+%zu)", first, n);
+    hiar_shard_range(100, 4, 3, 1, &first, &n);
+    cr_expect(first == 48 && n == 32, "shard 1: [%zu,+%zu)", first, n);
+    hiar_shard_range(100, 4, 3, 2, &first, &n);
+    cr_expect(first == 80 && n == 20, "shard 2: [%zu,+%zu)", first, n);
+}
+
+/* Shards tile [0, count) in order, start on 64-byte multiples, and differ by at most one unit. */
+static void check_shards(size_t count, size_t esize, int nshards)
+{
+    size_t unit = esize < HIAR_SHARD_ALIGN ? HIAR_SHARD_ALIGN / esize : 1;
+    size_t next = 0, smallest = (size_t)-1, largest = 0;
+    int last_nonempty = -1;
+
+    for (int s = 0; s < nshards; s++) {
+        size_t first = (size_t)-1, n = (size_t)-1;
+        hiar_shard_range(count, esize, nshards, s, &first, &n);
+        if (n > 0) {
+            cr_assert_eq(first, next, "count %zu esize %zu %d shards: shard %d starts at %zu, expected %zu",
+                         count, esize, nshards, s, first, next);
+            cr_assert_eq(first * esize % HIAR_SHARD_ALIGN, 0,
+                         "count %zu esize %zu %d shards: shard %d starts at byte %zu", count, esize, nshards,
+                         s, first * esize);
+            cr_assert_eq(last_nonempty, s - 1,
+                         "count %zu esize %zu %d shards: an empty shard before shard %d", count, esize,
+                         nshards, s);
+            last_nonempty = s;
+            next = first + n;
+        }
+        cr_assert_leq(first, count);
+        cr_assert_leq(first + n, count);
+        /* Sizes in units, the last one (cut at count) aside. */
+        if (first + n < count) {
+            smallest = n < smallest ? n : smallest;
+            largest = n > largest ? n : largest;
+        }
+    }
+    cr_assert_eq(next, count, "count %zu esize %zu %d shards: shards cover [0,%zu)", count, esize, nshards,
+                 next);
+    if (largest > 0)
+        cr_assert_leq(largest - smallest, unit, "count %zu esize %zu %d shards: shards of %zu and %zu",
+                      count, esize, nshards, smallest, largest);
+}
+
+Test(shard, cover_disjoint_aligned)
+{
+    static const size_t esizes[] = {1, 2, 4, 8};
+
+    for (size_t e = 0; e < 4; e++)
+        for (int nshards = 1; nshards <= 9; nshards++) {
+            for (size_t count = 0; count <= 600; count++)
+                check_shards(count, esizes[e], nshards);
+            for (size_t count = 4096 - 3; count <= 4096 + 3; count++)
+                check_shards(count, esizes[e], nshards);
+            check_shards(65536 + 3, esizes[e], nshards);
+            check_shards((size_t)1 << 20, esizes[e], nshards);
+            check_shards(((size_t)1 << 33) + 17, esizes[e], nshards);
+        }
+}
