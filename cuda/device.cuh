@@ -232,26 +232,30 @@ __device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *
     *hi = *lo + (base + (i < extra)) * HIAR_UNIT;
 }
 
-/* Block-wide: tell every peer this block finished a step; then wait for theirs. */
-__device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int which, uint64_t value,
-                                                hiar_waiter &w)
+/* Block-wide: tell every peer that this block's writes before it are done. */
+__device__ __forceinline__ void signal_peers(const hiar_ipc_args_t &a, int which, uint64_t value)
 {
-    __shared__ int all_ok;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        bool ok = true;
-        /* The release store is cumulative: the block's writes, ordered before
-         * it by the barrier above, are visible to a peer that acquires it. */
+    /* The release store is cumulative: the block's writes, ordered before it
+     * by the barrier above, are visible to a peer that acquires the flag. */
+    if (threadIdx.x == 0)
         for (int k = 1; k < a.n; k++) {
             int p = (a.me + k) % a.n;
-            flag_store_release(reinterpret_cast<uint64_t *>(
-                                   a.base[p] + hiar_ipc_flag_offset(which, blockIdx.x, a.me)),
-                               value);
+            flag_store_release(
+                reinterpret_cast<uint64_t *>(a.base[p] + hiar_ipc_flag_offset(which, blockIdx.x, a.me)), value);
         }
+}
+
+/* Block-wide: wait until every peer's same block signalled at least value. */
+__device__ __forceinline__ bool wait_peers(const hiar_ipc_args_t &a, int which, uint64_t value, hiar_waiter &w)
+{
+    __shared__ int all_ok;
+    if (threadIdx.x == 0) {
+        bool ok = true;
         for (int k = 1; k < a.n && ok; k++) {
             int p = (a.me + k) % a.n;
-            const uint64_t *flag = reinterpret_cast<const uint64_t *>(
-                a.base[a.me] + hiar_ipc_flag_offset(which, blockIdx.x, p));
+            const uint64_t *flag =
+                reinterpret_cast<const uint64_t *>(a.base[a.me] + hiar_ipc_flag_offset(which, blockIdx.x, p));
             while (flag_load_acquire(flag) < value && (ok = waiter_poll(w)))
                 ;
         }
@@ -259,6 +263,13 @@ __device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int wh
     }
     __syncthreads();
     return all_ok;
+}
+
+__device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int which, uint64_t value,
+                                                hiar_waiter &w)
+{
+    signal_peers(a, which, value);
+    return wait_peers(a, which, value, w);
 }
 
 /* ---- end of a call: the last block to finish advances the comm's epoch ---- */

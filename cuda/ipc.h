@@ -23,7 +23,7 @@
 #include "hiar.h"
 
 #define HIAR_IPC_MAX_RANKS 8
-#define HIAR_IPC_MAX_BLOCKS 64
+#define HIAR_IPC_MAX_BLOCKS 128
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
 #define HIAR_IPC_FLAG_STRIDE 128
 /* Largest one-shot (LL) message: packets carry 8 data bytes in 16. */

@@ -19,7 +19,8 @@
  */
 #include "device.cuh"
 
-#define LL_THREADS 512
+/* Small blocks spread the packets of a small message over more SMs. */
+#define LL_THREADS 128
 
 __device__ __forceinline__ void ll_store(uint4 *dst, uint4 v)
 {
@@ -90,55 +91,128 @@ __global__ void __launch_bounds__(LL_THREADS)
     finish_call(a, e);
 }
 
+/*
+ * Push one-shot, software-pipelined per block.  Block b takes pieces b, b+G,
+ * b+2G, ... of the message; for its piece i it
+ *
+ *   pushes piece i+1 and signals i+1 | waits for the peers' piece i | reduces piece i
+ *
+ * so the links carry piece i+1 while the block reduces piece i.  Pieces live
+ * in a ring of 4 buffers per block: when a block pushes piece i+1, it has
+ * seen the peer's signal for i-1, given before the peer reduced i-2, hence
+ * after it reduced i-3, the last user of that buffer.
+ */
+#define PUSH_RING 4
+
+struct push_piece {
+    size_t off, bytes; /* in the message */
+    size_t ring;       /* offset of this piece's buffer of sender 0 in a slot area */
+    uint64_t value;    /* flag value */
+};
+
+__device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint32_t e, size_t total,
+                                              size_t piece, uint32_t i)
+{
+    push_piece p;
+    p.off = ((size_t)i * gridDim.x + blockIdx.x) * piece;
+    p.bytes = total - p.off < piece ? total - p.off : piece;
+    p.ring = a.data_offset + (size_t)(e & 1) * 2 * a.slot_bytes +
+             ((size_t)blockIdx.x * PUSH_RING + i % PUSH_RING) * (size_t)a.n * piece;
+    p.value = ((uint64_t)e << 24) | (i + 1);
+    return p;
+}
+
+/* Units per thread per round: several loads in flight before the first store. */
+#define PUSH_UNROLL 4
+
+__device__ __forceinline__ void push(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
+                                     int esize, size_t piece)
+{
+    const size_t stride = (size_t)blockDim.x * HIAR_UNIT;
+    for (size_t base = threadIdx.x * HIAR_UNIT; base < p.bytes; base += PUSH_UNROLL * stride) {
+        uint4 u[PUSH_UNROLL];
+#pragma unroll
+        for (int j = 0; j < PUSH_UNROLL; j++)
+            if (base + j * stride < p.bytes)
+                u[j] = load_unit<HIAR_UNIT>(in, p.off + base + j * stride, total, esize);
+        for (int k = 1; k < a.n; k++) {
+            char *dst = a.base[(a.me + k) % a.n] + p.ring + (size_t)a.me * piece + base;
+#pragma unroll
+            for (int j = 0; j < PUSH_UNROLL; j++)
+                if (base + j * stride < p.bytes)
+                    *reinterpret_cast<uint4 *>(dst + j * stride) = u[j];
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void reduce_piece(const hiar_ipc_args_t &a, const push_piece &p, const char *in,
+                                             char *out, size_t total, int esize, int op, int divisor,
+                                             size_t piece)
+{
+    for (size_t off = threadIdx.x * HIAR_UNIT; off < p.bytes; off += (size_t)blockDim.x * HIAR_UNIT) {
+        unit_acc<T, HIAR_UNIT> acc;
+        for (int q = 0; q < a.n; q++) {
+            uint4 u = q == a.me ? load_unit<HIAR_UNIT>(in, p.off + off, total, esize)
+                                : load_peer_written(reinterpret_cast<const uint4 *>(
+                                      a.base[a.me] + p.ring + (size_t)q * piece + off));
+            if (q == 0)
+                acc.load(&u);
+            else
+                acc.fold(op, &u);
+        }
+        uint4 r;
+        acc.store(&r, divisor);
+        store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r);
+    }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
-                 size_t chunk_bytes)
+                 size_t piece)
 {
     const uint32_t e = a.state->epoch + 1;
     hiar_waiter w = waiter_begin(a);
-    uint32_t step = 0;
+    push_piece cur = piece_at(a, e, total, piece, 0);
 
-    for (size_t c0 = 0; c0 < total; c0 += chunk_bytes, step++) {
-        size_t bytes = total - c0 < chunk_bytes ? total - c0 : chunk_bytes, lo, hi;
-        size_t slot = a.data_offset + (size_t)((e & 1) * 2 + (step & 1)) * a.slot_bytes;
-        split((bytes + HIAR_UNIT - 1) / HIAR_UNIT, gridDim.x, blockIdx.x, &lo, &hi);
-        for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT) {
-            uint4 u = load_unit<HIAR_UNIT>(in, c0 + off, total, esize);
-            for (int k = 1; k < a.n; k++) {
-                int p = (a.me + k) % a.n;
-                *reinterpret_cast<uint4 *>(a.base[p] + slot + (size_t)a.me * chunk_bytes + off) = u;
-            }
+    push(a, cur, in, total, esize, piece);
+    signal_peers(a, HIAR_IPC_FLAG_RS, cur.value);
+    for (uint32_t i = 0; cur.off < total; i++) {
+        push_piece next = piece_at(a, e, total, piece, i + 1);
+        if (next.off < total) {
+            push(a, next, in, total, esize, piece);
+            signal_peers(a, HIAR_IPC_FLAG_RS, next.value);
         }
-        if (!exchange_signal(a, HIAR_IPC_FLAG_RS, ((uint64_t)e << 24) | (step + 1), w))
+        if (!wait_peers(a, HIAR_IPC_FLAG_RS, cur.value, w))
             break;
-        for (size_t off = lo + threadIdx.x * HIAR_UNIT; off < hi; off += (size_t)blockDim.x * HIAR_UNIT) {
-            unit_acc<T, HIAR_UNIT> acc;
-            for (int p = 0; p < a.n; p++) {
-                uint4 u = p == a.me ? load_unit<HIAR_UNIT>(in, c0 + off, total, esize)
-                                    : load_peer_written(reinterpret_cast<const uint4 *>(
-                                          a.base[a.me] + slot + (size_t)p * chunk_bytes + off));
-                if (p == 0)
-                    acc.load(&u);
-                else
-                    acc.fold(op, &u);
-            }
-            uint4 r;
-            acc.store(&r, divisor);
-            store_unit<HIAR_UNIT>(out, c0 + off, total, esize, r);
-        }
+        reduce_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
+        cur = next;
     }
     finish_call(a, e);
+}
+
+/* Piece size: enough blocks for the links (<= HIAR_IPC_MAX_BLOCKS pieces in
+ * flight), each ring of 4 x n pieces within half the data slots. */
+static size_t push_piece_bytes(const hiar_ipc_args_t *a, size_t bytes)
+{
+    size_t max = 2 * a->slot_bytes / (HIAR_IPC_MAX_BLOCKS * PUSH_RING * (size_t)a->n) / HIAR_UNIT * HIAR_UNIT;
+    size_t piece = (bytes / HIAR_IPC_MAX_BLOCKS + HIAR_UNIT - 1) / HIAR_UNIT * HIAR_UNIT;
+    size_t min = HIAR_THREADS * HIAR_UNIT;
+
+    piece = piece < min ? min : piece;
+    return piece < max ? piece : max;
 }
 
 template <typename T>
 static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                                hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    size_t chunk = a->slot_bytes / (size_t)a->n / HIAR_UNIT * HIAR_UNIT;
+    size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
+    unsigned blocks = (unsigned)(pieces < HIAR_IPC_MAX_BLOCKS ? pieces : HIAR_IPC_MAX_BLOCKS);
 
-    oneshot_push<T><<<hiar_blocks_for(bytes < chunk ? bytes : chunk), HIAR_THREADS, 0, stream>>>(
-        *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk);
+    oneshot_push<T><<<blocks, HIAR_THREADS, 0, stream>>>(*a, (const char *)in, (char *)out, bytes, esize,
+                                                        (int)op, divisor, piece);
     return cudaGetLastError();
 }
 

@@ -94,12 +94,12 @@ static void mpi_type_op(hiar_dtype_t dtype, hiar_op_t op, MPI_Datatype *type, MP
                                                                           : builtin_op(base);
 }
 
-static hiar_result_t wait_request(MPI_Request *req, hiar_wait_t *wait)
+hiar_result_t hiar_mpi_wait(MPI_Request *req, hiar_wait_t *wait)
 {
     for (;;) {
         int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
-            return hiar_error_mpi(rc, "MPI_Test of the inter-group allreduce");
+            return hiar_error_mpi(rc, "MPI_Test");
         if (done)
             return HIAR_SUCCESS;
         HIAR_CHECK(hiar_wait_poll(wait));
@@ -121,7 +121,7 @@ hiar_result_t hiar_inter_allreduce(void *buf, size_t count, hiar_dtype_t dtype, 
                                 &req);
         if (rc != MPI_SUCCESS)
             return hiar_error_mpi(rc, "MPI_Iallreduce between groups");
-        HIAR_CHECK(wait_request(&req, wait));
+        HIAR_CHECK(hiar_mpi_wait(&req, wait));
     }
     return HIAR_SUCCESS;
 }

@@ -23,4 +23,7 @@ hiar_result_t hiar_inter_init(void);
 hiar_result_t hiar_inter_allreduce(void *buf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                    MPI_Comm mpi_comm, hiar_wait_t *wait);
 
+/* Completes a non-blocking MPI request, polled through `wait` (bounded). */
+hiar_result_t hiar_mpi_wait(MPI_Request *req, hiar_wait_t *wait);
+
 #endif

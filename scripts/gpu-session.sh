@@ -21,7 +21,7 @@ run() { # name, then the command
 mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS"
 { nvidia-smi topo -m; ./bench/hiar-info; } >"$out/machine.txt" 2>&1
 run test-np$ngpu $mpi -np "$ngpu" ./tests/gpu/test_gpu
-run bench-eager $mpi -np "$ngpu" ./bench/hiar-bench -m device -d bfloat16 -o sum -b 1K -e 256M -f 4 -n 30 -w 10
+run bench-eager $mpi -np "$ngpu" ./bench/hiar-bench -m device -d bfloat16 -o sum -b 1K -e 1G -f 4 -n 20 -w 5
 run bench-graph $mpi -np "$ngpu" ./bench/hiar-bench -m device -d bfloat16 -o sum -b 1K -e 4M -f 4 -n 50 -w 10 --graph
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

@@ -44,25 +44,38 @@ static hiar_result_t check_args(const void *sendbuf, void *recvbuf, size_t count
     return HIAR_SUCCESS;
 }
 
-/* HIAR_CHECK=global: every rank compares every rank's arguments with rank 0's. */
-static hiar_result_t check_global(hiar_comm_t *comm, size_t count, hiar_dtype_t dtype, hiar_op_t op)
+/*
+ * HIAR_CHECK=global: every rank compares every rank's arguments (and the
+ * result of its local checks) with rank 0's, so a rank with bad arguments
+ * fails every rank's call instead of leaving them waiting.  Non-blocking and
+ * bounded like every other wait.
+ */
+static hiar_result_t check_global(hiar_comm_t *comm, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                                  int device, hiar_result_t local_rc)
 {
-    long long mine[3] = {(long long)count, dtype, op};
+    enum { N = 5 };
+    static const char *const what[N] = {"count", "dtype", "op", "device buffers", "result of local checks"};
+    long long mine[N] = {(long long)count, dtype, op, device, local_rc};
     long long *all = malloc(sizeof(mine) * (size_t)comm->size);
+    hiar_wait_t wait = hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort,
+                                       "hiar_allreduce (HIAR_CHECK=global)");
     hiar_result_t rc = HIAR_SUCCESS;
+    MPI_Request req;
     int mrc;
 
     if (!all)
         return hiar_error_set(HIAR_NO_MEMORY, "HIAR_CHECK=global: cannot allocate %d entries", comm->size);
-    mrc = MPI_Allgather(mine, 3, MPI_LONG_LONG, all, 3, MPI_LONG_LONG, comm->mpi);
-    if (mrc != MPI_SUCCESS)
-        rc = hiar_error_mpi(mrc, "HIAR_CHECK=global: MPI_Allgather");
-    for (int r = 1; rc == HIAR_SUCCESS && r < comm->size; r++)
-        if (memcmp(all, all + 3 * r, sizeof(mine)) != 0)
-            rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
-                                "hiar_allreduce (HIAR_CHECK=global): rank %d passed count %lld, "
-                                "dtype %lld, op %lld but rank 0 passed count %lld, dtype %lld, op %lld",
-                                r, all[3 * r], all[3 * r + 1], all[3 * r + 2], all[0], all[1], all[2]);
+    mrc = MPI_Iallgather(mine, N, MPI_LONG_LONG, all, N, MPI_LONG_LONG, comm->mpi, &req);
+    rc = mrc == MPI_SUCCESS ? hiar_mpi_wait(&req, &wait) : hiar_error_mpi(mrc, "HIAR_CHECK=global: MPI_Iallgather");
+    if (rc == HIAR_SUCCESS && local_rc != HIAR_SUCCESS)
+        rc = local_rc; /* this rank's own message stays */
+    for (int r = 0; rc == HIAR_SUCCESS && r < comm->size; r++)
+        for (int i = 0; i < N && rc == HIAR_SUCCESS; i++)
+            if (all[N * r + i] != all[i] || (i == N - 1 && all[N * r + i] != HIAR_SUCCESS))
+                rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
+                                    "hiar_allreduce (HIAR_CHECK=global): rank %d passed %s %lld but "
+                                    "rank 0 passed %lld (count %lld, dtype %lld, op %lld on rank 0)",
+                                    r, what[i], all[N * r + i], all[i], all[0], all[1], all[2]);
     free(all);
     return rc;
 }
@@ -193,12 +206,10 @@ static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void 
 #endif
 
 static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
-                         hiar_dtype_t dtype, hiar_op_t op, hiar_stream_t stream)
+                         hiar_dtype_t dtype, hiar_op_t op, int device, hiar_stream_t stream)
 {
-    int device;
     hiar_plan_t path;
 
-    HIAR_CHECK(on_device(sendbuf, recvbuf, &device));
     path = plan(comm, count * hiar_dtype_size(dtype), device);
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", count, hiar_dtype_name(dtype),
                hiar_op_name(op), device ? "device" : "host", hiar_plan_name(path));
@@ -220,15 +231,19 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
 hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
                              hiar_op_t op, hiar_comm_t *comm, hiar_stream_t stream)
 {
-    hiar_result_t rc;
+    hiar_result_t rc = check_args(sendbuf, recvbuf, count, dtype, op);
+    int device = 0;
 
-    HIAR_CHECK(check_args(sendbuf, recvbuf, count, dtype, op));
+    /* With HIAR_CHECK=global a local failure is shared with the peers. */
+    if (rc != HIAR_SUCCESS && !hiar_comm_checks_globally(comm))
+        return rc;
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_allreduce"));
-    rc = HIAR_SUCCESS;
+    if (rc == HIAR_SUCCESS && count > 0)
+        rc = on_device(sendbuf, recvbuf, &device);
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
-        rc = check_global(comm, count, dtype, op);
+        rc = check_global(comm, count, dtype, op, device, rc);
     if (rc == HIAR_SUCCESS && count > 0) {
-        rc = run(comm, sendbuf, recvbuf, count, dtype, op, stream);
+        rc = run(comm, sendbuf, recvbuf, count, dtype, op, device, stream);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }

@@ -99,6 +99,27 @@ hiar_result_t hiar_comm_enter(hiar_comm_t *comm, const char *call)
     return HIAR_SUCCESS;
 }
 
+hiar_result_t hiar_comm_check_live(const hiar_comm_t *comm, const char *call)
+{
+    int live;
+
+    pthread_mutex_lock(&registry.lock);
+    live = comm && registry_find(comm) >= 0;
+    pthread_mutex_unlock(&registry.lock);
+    if (!live)
+        return hiar_error_set(comm ? HIAR_INVALID_USAGE : HIAR_INVALID_ARGUMENT,
+                              "%s: comm %p is not a live hiar communicator (destroyed or aborted, or "
+                              "never created)",
+                              call, (const void *)comm);
+    return HIAR_SUCCESS;
+}
+
+int hiar_comm_checks_globally(const hiar_comm_t *comm)
+{
+    return hiar_comm_check_live(comm, "hiar_allreduce") == HIAR_SUCCESS &&
+           hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL;
+}
+
 void hiar_comm_leave(hiar_comm_t *comm)
 {
     atomic_store(&comm->busy, 0);
@@ -413,14 +434,16 @@ hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_t *error)
 
 hiar_result_t hiar_comm_rank(const hiar_comm_t *comm, int *rank)
 {
-    HIAR_ARG_CHECK(comm && rank, "hiar_comm_rank: comm and rank must not be NULL");
+    HIAR_ARG_CHECK(rank, "hiar_comm_rank: rank is NULL");
+    HIAR_CHECK(hiar_comm_check_live(comm, "hiar_comm_rank"));
     *rank = comm->rank;
     return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size)
 {
-    HIAR_ARG_CHECK(comm && size, "hiar_comm_size: comm and size must not be NULL");
+    HIAR_ARG_CHECK(size, "hiar_comm_size: size is NULL");
+    HIAR_CHECK(hiar_comm_check_live(comm, "hiar_comm_size"));
     *size = comm->size;
     return HIAR_SUCCESS;
 }

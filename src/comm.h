@@ -34,6 +34,12 @@ struct hiar_comm {
 hiar_result_t hiar_comm_enter(hiar_comm_t *comm, const char *call);
 void hiar_comm_leave(hiar_comm_t *comm);
 
+/* HIAR_INVALID_USAGE unless comm is a live handle (for calls that only read it). */
+hiar_result_t hiar_comm_check_live(const hiar_comm_t *comm, const char *call);
+
+/* 1 if comm is live and has HIAR_CHECK=global. */
+int hiar_comm_checks_globally(const hiar_comm_t *comm);
+
 /* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
 void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
 

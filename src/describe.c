@@ -20,7 +20,7 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
     const hiar_grouping_t *g;
     long long oneshot_max, buffer;
 
-    HIAR_ARG_CHECK(comm, "hiar_comm_describe: comm is NULL");
+    HIAR_CHECK(hiar_comm_check_live(comm, "hiar_comm_describe"));
     g = &comm->groups;
     oneshot_max = hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
     buffer = hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
@@ -36,7 +36,9 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  group %d: ranks %s  transport %s", i, members,
              hiar_group_size(g, i) > 1 ? "shm" : "none");
     }
-    if (g->ngroups == comm->size && comm->size > 1)
+    if (hiar_comm_param(comm, HIAR_P_ALGO) == HIAR_ALGO_MPI)
+        EMIT(out, "  paths: mpi (HIAR_ALGO=mpi)");
+    else if (g->ngroups == comm->size && comm->size > 1)
         EMIT(out, "  paths: mpi (every rank alone)");
     else if (g->ngroups > 1)
         EMIT(out, "  paths: hier (reduce-scatter in groups, MPI on %d shards, all-gather), "
@@ -52,7 +54,7 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  rank %d: %s", comm->rank, gpu);
     }
 #endif
-    if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO)
+    if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO && hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_MPI)
         EMIT(out, "  HIAR_ALGO=%s forces the path", comm->params.v[HIAR_P_ALGO].text);
     return HIAR_SUCCESS;
 }
