@@ -21,8 +21,9 @@
 #include <cuda_runtime.h>
 
 #include "hiar.h"
+#include "kernels.h"
 
-#define HIAR_IPC_MAX_RANKS 8
+#define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
 #define HIAR_IPC_MAX_BLOCKS 128
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
 #define HIAR_IPC_FLAG_STRIDE 128

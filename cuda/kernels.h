@@ -32,6 +32,9 @@ hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *str
 
 typedef struct hiar_ipc hiar_ipc_t;
 
+/* Most ranks in one CUDA IPC group. */
+#define HIAR_IPC_MAX_GROUP 8
+
 /* Bytes of one rank's exported handle (a cudaIpcMemHandle_t). */
 #define HIAR_IPC_HANDLE_BYTES 64
 

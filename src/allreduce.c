@@ -151,7 +151,11 @@ static hiar_plan_t plan(const hiar_comm_t *comm, size_t bytes, int device)
                             (int)hiar_comm_param(comm, HIAR_P_ALGO),
                             (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0, 0};
 #ifdef HIAR_HAVE_CUDA
-    in.ipc = device && hiar_devcomm_has_ipc(comm->dev);
+    /* Device buffers follow the device grouping (topology), host ones the host's. */
+    if (device && comm->dev) {
+        in.ngroups = hiar_devcomm_ngroups(comm->dev);
+        in.ipc = hiar_devcomm_has_ipc(comm->dev);
+    }
     in.ipc_ll_max = hiar_ipc_oneshot_max();
 #else
     (void)device;
@@ -220,8 +224,9 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
         return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
-    if (device)
-        return run_staged(comm, path, sendbuf, recvbuf, count, dtype, op, stream);
+    if (device) /* through host memory, so along the host grouping */
+        return run_staged(comm, plan(comm, count * hiar_dtype_size(dtype), 0), sendbuf, recvbuf, count, dtype,
+                          op, stream);
 #else
     (void)stream;
 #endif

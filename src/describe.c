@@ -52,6 +52,8 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         char gpu[320];
         hiar_devcomm_summary(comm->dev, gpu, sizeof(gpu));
         EMIT(out, "  rank %d: %s", comm->rank, gpu);
+        if (out && comm->dev)
+            hiar_devcomm_print_topology(comm->dev, out);
     }
 #endif
     if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO && hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_MPI)

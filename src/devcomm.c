@@ -7,6 +7,7 @@
 #include "error.h"
 #include "kernels.h"
 #include "log.h"
+#include "nvml.h"
 
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
@@ -21,6 +22,10 @@
 struct hiar_devcomm {
     int device;
     char bus_id[BUS_ID_MAX];
+    hiar_topo_fact_t *facts;  /* [comm size] every rank's topology facts */
+    hiar_grouping_t groups;   /* grouping of device buffers, annotated */
+    MPI_Comm group_comm;      /* this rank's group */
+    int local, local_size;
     hiar_ipc_t *ipc;
     int shared_gpu; /* another rank of the group uses the same GPU */
     char why[200];  /* the transport for device buffers, and why */
@@ -28,15 +33,15 @@ struct hiar_devcomm {
 };
 
 /* 1 if cond holds on every rank of the group. */
-static int group_all(const hiar_comm_t *comm, int cond)
+static int group_all(const hiar_devcomm_t *dev, int cond)
 {
     int all = 0;
-    MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, comm->group_comm);
+    PMPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, dev->group_comm);
     return all;
 }
 
 /* Steps that need every peer's memory mapped are separated by group barriers. */
-static void ipc_teardown(const hiar_comm_t *comm, hiar_devcomm_t *dev, int collective)
+static void ipc_teardown(hiar_devcomm_t *dev, int collective)
 {
     if (!dev->ipc)
         return;
@@ -44,9 +49,9 @@ static void ipc_teardown(const hiar_comm_t *comm, hiar_devcomm_t *dev, int colle
         hiar_ipc_abort(dev->ipc);
     hiar_ipc_quiesce(dev->ipc);
     if (collective) {
-        MPI_Barrier(comm->group_comm);
+        MPI_Barrier(dev->group_comm);
         hiar_ipc_unmap_peers(dev->ipc);
-        MPI_Barrier(comm->group_comm);
+        MPI_Barrier(dev->group_comm);
     }
     hiar_ipc_destroy(dev->ipc);
     dev->ipc = NULL;
@@ -57,13 +62,13 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
     size_t slot = (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
     unsigned char handle[HIAR_IPC_HANDLE_BYTES] = {0};
-    unsigned char *all = malloc((size_t)comm->local_size * HIAR_IPC_HANDLE_BYTES);
+    unsigned char *all = malloc((size_t)dev->local_size * HIAR_IPC_HANDLE_BYTES);
     int ok, pass = 0;
 
-    ok = all && hiar_ipc_create(comm->local, comm->local_size, slot ? slot : IPC_SLOT_DEFAULT,
+    ok = all && hiar_ipc_create(dev->local, dev->local_size, slot ? slot : IPC_SLOT_DEFAULT,
                                 (int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &dev->ipc,
                                 handle) == HIAR_SUCCESS;
-    if (!group_all(comm, ok)) {
+    if (!group_all(dev, ok)) {
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: IPC buffers could not be allocated (%s)",
                  ok ? "on another rank" : hiar_last_error());
         free(all);
@@ -73,14 +78,14 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
         return;
     }
     MPI_Allgather(handle, HIAR_IPC_HANDLE_BYTES, MPI_BYTE, all, HIAR_IPC_HANDLE_BYTES, MPI_BYTE,
-                  comm->group_comm);
+                  dev->group_comm);
     ok = hiar_ipc_open(dev->ipc, all) == HIAR_SUCCESS;
     free(all);
-    if (group_all(comm, ok)) {
+    if (group_all(dev, ok)) {
         ok = hiar_ipc_probe_write(dev->ipc, PROBE_TOKEN) == HIAR_SUCCESS;
-        MPI_Barrier(comm->group_comm);
+        MPI_Barrier(dev->group_comm);
         ok = ok && hiar_ipc_probe_check(dev->ipc, PROBE_TOKEN, &pass) == HIAR_SUCCESS && pass;
-        if (group_all(comm, ok)) {
+        if (group_all(dev, ok)) {
             snprintf(dev->why, sizeof(dev->why), "ipc (P2P verified by a write and read-back between every pair)");
             return;
         }
@@ -88,53 +93,131 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
     snprintf(dev->why, sizeof(dev->why), "staged through host memory: the CUDA IPC P2P check failed (%s)",
              ok ? "on another rank" : (*hiar_last_error() ? hiar_last_error() : "wrong data read back"));
     HIAR_WARN(IPC, "%s", dev->why);
-    ipc_teardown(comm, dev, 1);
+    ipc_teardown(dev, 1);
 }
 
 /* Shares bus ids in the group: who has a GPU, and who shares one. */
-static hiar_result_t gather_gpus(const hiar_comm_t *comm, hiar_devcomm_t *dev, int *all_gpu)
+/* Whether every rank of this rank's group has a GPU, and whether one shares ours. */
+static int group_has_gpus(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
-    char *ids = malloc((size_t)comm->local_size * BUS_ID_MAX);
+    const hiar_grouping_t *g = &dev->groups;
+    int grp = g->group_of[comm->rank], all_gpu = 1;
 
-    if (!ids)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bus ids", comm->local_size);
-    MPI_Allgather(dev->bus_id, BUS_ID_MAX, MPI_CHAR, ids, BUS_ID_MAX, MPI_CHAR, comm->group_comm);
-    *all_gpu = 1;
-    for (int p = 0; p < comm->local_size; p++) {
-        *all_gpu &= ids[(size_t)p * BUS_ID_MAX] != '\0';
-        if (p != comm->local && dev->bus_id[0] && strncmp(ids + (size_t)p * BUS_ID_MAX, dev->bus_id, BUS_ID_MAX) == 0)
+    for (int m = g->start[grp]; m < g->start[grp + 1]; m++) {
+        const hiar_topo_fact_t *f = &dev->facts[g->members[m]];
+        all_gpu &= f->pci.bus_id[0] != '\0';
+        if (g->members[m] != comm->rank && dev->bus_id[0] && strcmp(f->pci.bus_id, dev->facts[comm->rank].pci.bus_id) == 0)
             dev->shared_gpu = 1;
     }
-    free(ids);
+    return all_gpu;
+}
+
+/* This rank's facts: host, GPU and its PCI path, NVLink peers. */
+static void own_facts(const hiar_comm_t *comm, hiar_devcomm_t *dev, hiar_topo_fact_t *f)
+{
+    char host[HIAR_HOST_ID_MAX];
+
+    hiar_topo_host_id(comm->params.v[HIAR_P_HOST_ID].text, host);
+    hiar_topo_fact_init(f, host);
+    if (!dev->bus_id[0])
+        return;
+    if (hiar_topo_fact_set_gpu(f, comm->params.v[HIAR_P_SYSFS_ROOT].text, dev->bus_id) != HIAR_SUCCESS) {
+        /* Without its PCI path the GPU still groups: its path to others is SYS. */
+        HIAR_INFO(TOPO, "%s; grouping GPU %s without its PCI path", hiar_last_error(), dev->bus_id);
+        hiar_pci_busid_normalize(dev->bus_id, f->pci.bus_id);
+    }
+    hiar_nvml_add_nvlink(f);
+}
+
+/* Gathers every rank's facts and groups the ranks for device buffers. */
+static hiar_result_t group_devices(const hiar_comm_t *comm, hiar_devcomm_t *dev)
+{
+    hiar_topo_fact_t mine;
+    const char *groups = comm->params.v[HIAR_P_GROUPS].text;
+
+    own_facts(comm, dev, &mine);
+    dev->facts = malloc(sizeof(mine) * (size_t)comm->size);
+    if (!dev->facts)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the topology of %d ranks", comm->size);
+    HIAR_MPI_CHECK(MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, dev->facts, sizeof(mine), MPI_BYTE, comm->mpi));
+    if (*groups) {
+        HIAR_CHECK(hiar_grouping_parse(groups, comm->size, &dev->groups));
+        snprintf(dev->groups.why, sizeof(dev->groups.why), "HIAR_GROUPS=%s", groups);
+        HIAR_CHECK(hiar_topo_annotate(dev->facts, NULL, &dev->groups));
+    } else {
+        HIAR_CHECK(hiar_topo_group(dev->facts, comm->size, (int)hiar_comm_param(comm, HIAR_P_GROUP_LEVEL), NULL,
+                                   &dev->groups));
+    }
+    dev->local = dev->groups.local_index[comm->rank];
+    dev->local_size = hiar_group_size(&dev->groups, dev->groups.group_of[comm->rank]);
+    HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, dev->groups.group_of[comm->rank], comm->rank, &dev->group_comm));
     return HIAR_SUCCESS;
+}
+
+/* Marks the groups whose P2P probe failed (or that have no IPC) as shm. */
+static hiar_result_t annotate_transports(const hiar_comm_t *comm, hiar_devcomm_t *dev)
+{
+    int mine = dev->ipc != NULL, *ipc = malloc(sizeof(int) * (size_t)comm->size);
+    unsigned char *p2p = calloc((size_t)comm->size * (size_t)comm->size, 1);
+    hiar_result_t rc = HIAR_SUCCESS;
+
+    if (!ipc || !p2p)
+        rc = hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the P2P matrix of %d ranks", comm->size);
+    else if (MPI_Allgather(&mine, 1, MPI_INT, ipc, 1, MPI_INT, comm->mpi) != MPI_SUCCESS)
+        rc = hiar_error_set(HIAR_MPI_ERROR, "MPI_Allgather of the P2P probe results failed");
+    for (int a = 0; rc == HIAR_SUCCESS && a < comm->size; a++)
+        for (int b = 0; b < comm->size; b++)
+            p2p[a * comm->size + b] = a == b || (ipc[a] && ipc[b] && dev->groups.group_of[a] == dev->groups.group_of[b]);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_topo_annotate(dev->facts, p2p, &dev->groups);
+    free(ipc);
+    free(p2p);
+    return rc;
+}
+
+static void topo_log_line(void *arg, const char *line)
+{
+    (void)arg;
+    HIAR_INFO(TOPO, "%s", line);
 }
 
 hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
 {
     hiar_devcomm_t *dev = calloc(1, sizeof(*dev));
-    int all_gpu = 0;
+    hiar_result_t rc;
+    int all_gpu;
 
     if (!dev)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU state");
+    dev->group_comm = MPI_COMM_NULL;
     hiar_cuda_current_device(&dev->device, dev->bus_id);
-    if (gather_gpus(comm, dev, &all_gpu) != HIAR_SUCCESS) {
-        free(dev);
-        return HIAR_NO_MEMORY;
+    rc = group_devices(comm, dev);
+    if (rc != HIAR_SUCCESS) {
+        hiar_devcomm_destroy(comm, dev, 0);
+        return rc;
     }
-    if (all_gpu && comm->local_size >= 2 && comm->local_size <= 8)
+    all_gpu = group_has_gpus(comm, dev);
+    if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP)
         ipc_setup(comm, dev);
     else
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: %s",
-                 comm->local_size < 2 ? "the group has one rank"
-                 : !all_gpu           ? "not every rank of the group has a GPU"
-                                      : "CUDA IPC groups have at most 8 ranks");
-    if (dev->shared_gpu && !hiar_cuda_mps_running() && comm->local == 0)
+                 dev->local_size < 2 ? "the group has one rank"
+                 : !all_gpu          ? "not every rank of the group has a GPU"
+                                     : "CUDA IPC groups have at most 8 ranks");
+    rc = annotate_transports(comm, dev);
+    if (rc != HIAR_SUCCESS) {
+        hiar_devcomm_destroy(comm, dev, 1);
+        return rc;
+    }
+    if (comm->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
+        hiar_topo_table(dev->facts, &dev->groups, topo_log_line, NULL);
+    if (dev->shared_gpu && !hiar_cuda_mps_running() && dev->local == 0)
         HIAR_WARN(IPC, "several ranks share GPU %s but CUDA MPS is not running: their spinning "
                        "kernels time-slice (milliseconds per call instead of microseconds); start it "
                        "with nvidia-cuda-mps-control -d",
                   dev->bus_id);
     if (dev->device < 0) {
-        free(dev);
+        hiar_devcomm_destroy(comm, dev, 1);
         dev = NULL;
     }
     *out = dev;
@@ -143,17 +226,32 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
 
 void hiar_devcomm_destroy(hiar_comm_t *comm, hiar_devcomm_t *dev, int collective)
 {
+    (void)comm;
     if (!dev)
         return;
-    ipc_teardown(comm, dev, collective);
+    ipc_teardown(dev, collective);
     if (dev->stage)
         hiar_cuda_host_free(dev->stage);
+    if (dev->group_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&dev->group_comm);
+    hiar_grouping_free(&dev->groups);
+    free(dev->facts);
     free(dev);
 }
 
 int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev)
 {
     return dev && dev->ipc;
+}
+
+int hiar_devcomm_ngroups(const hiar_devcomm_t *dev)
+{
+    return dev ? dev->groups.ngroups : 0;
+}
+
+hiar_result_t hiar_devcomm_print_topology(const hiar_devcomm_t *dev, FILE *out)
+{
+    return dev ? hiar_topo_print(out, dev->facts, &dev->groups) : HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const void *sendbuf,

@@ -14,18 +14,26 @@ struct hiar_comm;
 typedef struct hiar_devcomm hiar_devcomm_t;
 
 /*
- * Collective over the comm.  Sets up IPC in every group whose ranks all have
- * a GPU (2 to 8 ranks) and pass the P2P probe; *out is NULL when this rank
- * has no GPU.  Failures of IPC are agreed in the group and fall back to
- * staging, with one warning.
+ * Collective over the comm.  Gathers every rank's topology facts (GPU, PCI
+ * path, NVLink), groups the ranks for device buffers (HIAR_GROUPS, else
+ * HIAR_GROUP_LEVEL), and sets up IPC in every group whose ranks all have a
+ * GPU (2 to 8 ranks) and pass the P2P probe; *out is NULL when this rank has
+ * no GPU.  Failures of IPC are agreed in the group and fall back to staging,
+ * with one warning.
  */
 hiar_result_t hiar_devcomm_create(struct hiar_comm *comm, hiar_devcomm_t **out);
 
 /* collective = 0 after a failure or on abort: no communication. */
 void hiar_devcomm_destroy(struct hiar_comm *comm, hiar_devcomm_t *dev, int collective);
 
-/* Whether calls on device buffers in one group can use IPC kernels. */
+/* Whether this rank's group of GPUs has the CUDA IPC transport. */
 int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev);
+
+/* Number of groups of the device-buffer grouping (0 without a GPU). */
+int hiar_devcomm_ngroups(const hiar_devcomm_t *dev);
+
+/* The topology table and the device groups (hiar_comm_describe). */
+hiar_result_t hiar_devcomm_print_topology(const hiar_devcomm_t *dev, FILE *out);
 
 /* IPC allreduce on stream (asynchronous) with kernel, a hiar_ipc_kernel_t. */
 hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const void *sendbuf,
