@@ -274,7 +274,7 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
         mine[i] = hiar_comm_param(comm, agreed[i]);
         mine[N + i] = -mine[i];
     }
-    HIAR_MPI_CHECK(MPI_Allreduce(mine, all, 2 * N, MPI_LONG_LONG, MPI_MAX, comm->mpi));
+    HIAR_MPI_CHECK(PMPI_Allreduce(mine, all, 2 * N, MPI_LONG_LONG, MPI_MAX, comm->mpi));
     for (int i = 0; i < N; i++)
         if (all[i] != -all[N + i])
             return hiar_error_set(HIAR_INVALID_ARGUMENT,
@@ -308,12 +308,17 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     return hiar_shm_create(comm->group_comm, slot ? slot : HIAR_SHM_SLOT_DEFAULT, &comm->shm);
 }
 
-/* Every rank learns whether any rank failed, so all return an error together. */
+/*
+ * Every rank learns whether any rank failed, so all return an error together.
+ * hiar's own allreduces call PMPI_Allreduce: under libhiar_mpi.so's preload
+ * MPI_Allreduce would come back into hiar and give each of hiar's internal
+ * communicators a hiar communicator of its own.
+ */
 static hiar_result_t agree(hiar_comm_t *comm, hiar_result_t rc)
 {
     int mine = rc, worst = rc;
 
-    if (MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm->mpi) != MPI_SUCCESS)
+    if (PMPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm->mpi) != MPI_SUCCESS)
         return rc != HIAR_SUCCESS ? rc : hiar_error_set(HIAR_MPI_ERROR, "agreeing on comm creation failed");
     if (rc == HIAR_SUCCESS && worst != HIAR_SUCCESS)
         return hiar_error_set((hiar_result_t)worst,

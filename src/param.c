@@ -144,8 +144,7 @@ static void warn_unknown_env(void)
             continue;
         memcpy(name, *e, n);
         name[n] = '\0';
-        if (hiar_param_find(name) < 0 && strncmp(name, "HIAR_TEST", 9) != 0 &&
-            strncmp(name, "HIAR_PMPI", 9) != 0)
+        if (hiar_param_find(name) < 0 && strncmp(name, "HIAR_TEST", 9) != 0)
             HIAR_WARN(INIT, "%s is not a hiar parameter and is ignored (hiar-info --params lists them)",
                       name);
     }

@@ -118,7 +118,7 @@ static hiar_result_t segment_map(hiar_shm_t *s, MPI_Comm group_comm)
     if (s->me != 0 && name[0])
         rc = segment_open(name, s->map_bytes, &s->base);
     failed = rc != HIAR_SUCCESS || !name[0];
-    MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, group_comm);
+    PMPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, group_comm); /* not the preload's */
     if (s->me == 0 && name[0])
         shm_unlink(name);
     if (rc == HIAR_SUCCESS && any_failed)

@@ -1,0 +1,548 @@
+/*
+ * libhiar_mpi.so: MPI_Allreduce through hiar for programs written against
+ * plain MPI (the MPI profiling interface).  Preload it into the ranks:
+ *
+ *     mpirun -np 8 -x LD_PRELOAD=/usr/local/lib/libhiar_mpi.so ./train
+ *
+ * Every rank must take the same branch of a collective, or it hangs.  So the
+ * choice between hiar and the MPI library depends only on what MPI requires
+ * to be equal on every rank, or is agreed in the call:
+ *
+ *   | step                                   | decided from              | same on every rank   |
+ *   | -------------------------------------- | ------------------------- | -------------------- |
+ *   | HIAR_PMPI=0 -> forward                 | environment               | yes (documented)     |
+ *   | datatype, op not mapped -> forward     | (datatype, op)            | yes (MPI requires)   |
+ *   | intercomm, size 1, no hiar comm -> fwd | the communicator          | yes (creation agreed)|
+ *   | host / device / staged buffers         | this rank's buffers       | no: agreed per call  |
+ *
+ * Memory kinds (CUDA builds, communicators where some rank has a GPU): one
+ * 8-byte hiar allreduce per call tells every rank whether all ranks passed
+ * device buffers.  If they did, hiar runs on them (IPC kernels where the
+ * group has them) and the call waits for the GPU; if not, ranks with device
+ * buffers copy them through host memory and every rank reduces host buffers.
+ * Buffers not aligned to the element size (MPI allows them, hiar does not)
+ * are copied through an aligned host buffer on that rank alone.  Either way
+ * every rank makes exactly one hiar call per MPI_Allreduce.
+ *
+ * State: one hiar communicator per MPI communicator, created on the first
+ * eligible call (collective: every rank of the communicator makes that call)
+ * and kept in an attribute; MPI_Comm_free runs its delete callback, and
+ * MPI_Finalize deletes the ones left, newest first, before PMPI_Finalize.
+ * MPI_Comm_dup does not copy it (MPI_COMM_NULL_COPY_FN): a duplicate gets its
+ * own on its first call.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "error.h"
+#include "hiar.h"
+#include "log.h"
+#include "param.h"
+#ifdef HIAR_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels.h"
+#endif
+
+/* The only symbols libhiar_mpi.so exports (the link keeps ^MPI_ only). */
+#define PMPI_EXPORT __attribute__((visibility("default")))
+
+/* Most predefined datatypes mapped (the list in types_init). */
+#define TYPES_MAX 32
+
+/* Bits of type_map_t.ops: which hiar ops a datatype may use. */
+#define OPS_ALL ((1u << HIAR_SUM) | (1u << HIAR_PROD) | (1u << HIAR_MIN) | (1u << HIAR_MAX))
+#define OPS_WRAP ((1u << HIAR_SUM) | (1u << HIAR_PROD))
+
+typedef struct {
+    MPI_Datatype type;
+    hiar_dtype_t dtype;
+    unsigned ops;
+} type_map_t;
+
+/* hiar's state for one MPI communicator (the attribute's value). */
+typedef struct pmpi_comm {
+    MPI_Comm mpi;      /* the user's communicator */
+    hiar_comm_t *hiar; /* NULL: every call on this communicator is forwarded */
+    int agree_kinds;   /* some rank has a GPU: agree on memory kinds per call */
+    int warned;        /* a failure was reported */
+    struct pmpi_comm *prev, *next;
+} pmpi_comm_t;
+
+static struct {
+    pthread_once_t once;
+    int enabled, stats, keyval;
+    type_map_t types[TYPES_MAX];
+    int ntypes;
+    pthread_mutex_t lock;
+    pmpi_comm_t *live; /* newest first */
+    atomic_ullong via, forwarded;
+} g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+/* Set while this thread is inside hiar: MPI_Allreduce from there goes to MPI. */
+static _Thread_local int inside_hiar;
+
+/* ---- parameters and the datatype table ---- */
+
+/* A BOOL parameter from the environment; an invalid value warns and gives the default. */
+static int param_bool(hiar_param_id_t id)
+{
+    const char *def = hiar_param_table[id].def, *text = getenv(hiar_param_table[id].name);
+    long long num = 0;
+
+    if (text && hiar_param_parse(id, text, &num) == HIAR_SUCCESS)
+        return (int)num;
+    if (text)
+        HIAR_WARN(INIT, "%s; using the default \"%s\"", hiar_last_error(), def);
+    hiar_param_parse(id, def, &num);
+    return (int)num;
+}
+
+typedef enum { KIND_FLOAT, KIND_SIGNED, KIND_UNSIGNED, KIND_HALF, KIND_BHALF } type_kind_t;
+
+/* hiar's dtype for a datatype of this kind and size here, HIAR_DTYPE_COUNT if none. */
+static hiar_dtype_t dtype_of(type_kind_t kind, int size)
+{
+    if (size < 1 || size > 8)
+        return HIAR_DTYPE_COUNT;
+    switch (kind * 16 + size) {
+    case KIND_FLOAT * 16 + 4: return HIAR_FLOAT32;
+    case KIND_FLOAT * 16 + 8: return HIAR_FLOAT64;
+    case KIND_SIGNED * 16 + 1: return HIAR_INT8;
+    case KIND_SIGNED * 16 + 4: case KIND_UNSIGNED * 16 + 4: return HIAR_INT32;
+    case KIND_SIGNED * 16 + 8: case KIND_UNSIGNED * 16 + 8: return HIAR_INT64;
+    case KIND_UNSIGNED * 16 + 1: return HIAR_UINT8;
+    case KIND_HALF * 16 + 2: return HIAR_FLOAT16;
+    case KIND_BHALF * 16 + 2: return HIAR_BFLOAT16;
+    default: return HIAR_DTYPE_COUNT;
+    }
+}
+
+/*
+ * Maps one predefined datatype by its size here (MPI_LONG is 4 or 8 bytes).
+ * Unsigned 32/64-bit types take SUM and PROD only, as int32/int64: hiar's
+ * integer sum and product wrap, which gives the unsigned bits; MIN and MAX
+ * would compare them as signed.
+ */
+static void type_add(MPI_Datatype type, type_kind_t kind)
+{
+    int size = 0;
+    hiar_dtype_t dtype;
+
+    if (type == MPI_DATATYPE_NULL || g.ntypes == TYPES_MAX || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+        return;
+    dtype = dtype_of(kind, size);
+    if (dtype == HIAR_DTYPE_COUNT)
+        return;
+    g.types[g.ntypes++] = (type_map_t){type, dtype, kind == KIND_UNSIGNED && size > 1 ? OPS_WRAP : OPS_ALL};
+}
+
+static void types_init(void)
+{
+    type_add(MPI_FLOAT, KIND_FLOAT);
+    type_add(MPI_DOUBLE, KIND_FLOAT);
+    type_add(MPI_INT, KIND_SIGNED);
+    type_add(MPI_LONG, KIND_SIGNED);
+    type_add(MPI_LONG_LONG, KIND_SIGNED);
+    type_add(MPI_SIGNED_CHAR, KIND_SIGNED);
+    type_add(MPI_INT8_T, KIND_SIGNED);
+    type_add(MPI_INT32_T, KIND_SIGNED);
+    type_add(MPI_INT64_T, KIND_SIGNED);
+    type_add(MPI_AINT, KIND_SIGNED);
+    type_add(MPI_OFFSET, KIND_SIGNED);
+    type_add(MPI_COUNT, KIND_SIGNED);
+    type_add(MPI_UNSIGNED_CHAR, KIND_UNSIGNED);
+    type_add(MPI_UINT8_T, KIND_UNSIGNED);
+    type_add(MPI_UNSIGNED, KIND_UNSIGNED);
+    type_add(MPI_UNSIGNED_LONG, KIND_UNSIGNED);
+    type_add(MPI_UNSIGNED_LONG_LONG, KIND_UNSIGNED);
+    type_add(MPI_UINT32_T, KIND_UNSIGNED);
+    type_add(MPI_UINT64_T, KIND_UNSIGNED);
+#ifdef MPIX_C_FLOAT16
+    type_add(MPIX_C_FLOAT16, KIND_HALF);
+#endif
+#ifdef MPIX_BFLOAT16
+    type_add(MPIX_BFLOAT16, KIND_BHALF);
+#endif
+}
+
+static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra);
+
+static void init_once(void)
+{
+    int initialized = 0;
+
+    g.enabled = param_bool(HIAR_P_PMPI);
+    g.stats = param_bool(HIAR_P_PMPI_STATS);
+    PMPI_Initialized(&initialized);
+    if (!initialized) {
+        g.enabled = 0; /* MPI_Allreduce before MPI_Init: MPI says why */
+        return;
+    }
+    types_init();
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &g.keyval, NULL) != MPI_SUCCESS) {
+        HIAR_WARN(INIT, "libhiar_mpi: MPI_Comm_create_keyval failed; every MPI_Allreduce goes to MPI");
+        g.enabled = 0;
+    }
+}
+
+/* hiar's dtype and op for a call, or 0: forward it. */
+static int map_call(MPI_Datatype type, MPI_Op op, hiar_dtype_t *dtype, hiar_op_t *hop)
+{
+    if (op == MPI_SUM)
+        *hop = HIAR_SUM;
+    else if (op == MPI_PROD)
+        *hop = HIAR_PROD;
+    else if (op == MPI_MIN)
+        *hop = HIAR_MIN;
+    else if (op == MPI_MAX)
+        *hop = HIAR_MAX;
+    else
+        return 0;
+    for (int i = 0; i < g.ntypes; i++)
+        if (g.types[i].type == type) {
+            *dtype = g.types[i].dtype;
+            return (g.types[i].ops >> *hop) & 1u;
+        }
+    return 0;
+}
+
+/* ---- one hiar communicator per MPI communicator ---- */
+
+static void live_add(pmpi_comm_t *s)
+{
+    pthread_mutex_lock(&g.lock);
+    s->next = g.live;
+    if (g.live)
+        g.live->prev = s;
+    g.live = s;
+    pthread_mutex_unlock(&g.lock);
+}
+
+static void live_remove(pmpi_comm_t *s)
+{
+    pthread_mutex_lock(&g.lock);
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (g.live == s)
+        g.live = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    pthread_mutex_unlock(&g.lock);
+}
+
+/* Delete callback: MPI_Comm_free (collective) or MPI_Finalize. */
+static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    pmpi_comm_t *s = attr;
+
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    live_remove(s);
+    if (s->hiar) {
+        inside_hiar++;
+        hiar_comm_destroy(s->hiar);
+        inside_hiar--;
+    }
+    free(s);
+    return MPI_SUCCESS;
+}
+
+/* Whether any rank of comm has a GPU (then memory kinds are agreed per call). */
+static int any_gpu(MPI_Comm comm)
+{
+#ifdef HIAR_HAVE_CUDA
+    char bus_id[32];
+    int device = -1, mine, any = 1;
+
+    hiar_cuda_current_device(&device, bus_id);
+    mine = device >= 0;
+    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
+    return any;
+#else
+    (void)comm;
+    return 0;
+#endif
+}
+
+/*
+ * First eligible call on comm (every rank of comm is in this call): creates
+ * the hiar communicator, or records that calls on comm are forwarded.
+ * hiar_comm_create agrees on failure, so every rank records the same.
+ */
+static pmpi_comm_t *comm_attach(MPI_Comm comm)
+{
+    pmpi_comm_t *s = calloc(1, sizeof(*s));
+    int inter = 0, size = 1;
+
+    if (!s) {
+        HIAR_WARN(MPI, "libhiar_mpi: out of memory; this MPI_Allreduce goes to MPI");
+        return NULL;
+    }
+    s->mpi = comm;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (!inter)
+        PMPI_Comm_size(comm, &size);
+    if (!inter && size > 1) {
+        hiar_result_t rc;
+        inside_hiar++;
+        rc = hiar_comm_create(comm, NULL, &s->hiar);
+        inside_hiar--;
+        if (rc != HIAR_SUCCESS) {
+            HIAR_WARN(MPI, "libhiar_mpi: no hiar communicator for this MPI communicator (%s: %s); "
+                           "its MPI_Allreduce calls go to MPI",
+                      hiar_strerror(rc), hiar_last_error());
+            s->hiar = NULL;
+        } else {
+            s->agree_kinds = any_gpu(comm);
+        }
+    }
+    if (PMPI_Comm_set_attr(comm, g.keyval, s) != MPI_SUCCESS) {
+        comm_delete(comm, g.keyval, s, NULL);
+        return NULL;
+    }
+    live_add(s);
+    return s;
+}
+
+static pmpi_comm_t *comm_state(MPI_Comm comm)
+{
+    pmpi_comm_t *s = NULL;
+    int found = 0;
+
+    if (PMPI_Comm_get_attr(comm, g.keyval, &s, &found) != MPI_SUCCESS)
+        return NULL;
+    return found ? s : comm_attach(comm);
+}
+
+/* ---- the reduction ---- */
+
+enum { MEM_HOST, MEM_DEVICE, MEM_STAGED };
+
+/* Copies between host and host or device memory (synchronous). */
+static hiar_result_t copy(void *dst, const void *src, size_t bytes, int device)
+{
+#ifdef HIAR_HAVE_CUDA
+    if (device)
+        return hiar_cuda_copy(dst, src, bytes, NULL);
+#else
+    (void)device;
+#endif
+    memcpy(dst, src, bytes);
+    return HIAR_SUCCESS;
+}
+
+/* Through an aligned host buffer: misaligned buffers, and device buffers in a mixed call. */
+static hiar_result_t reduce_staged(pmpi_comm_t *s, const void *send, int send_dev, void *recv, int recv_dev,
+                                   size_t count, hiar_dtype_t dtype, hiar_op_t op)
+{
+    size_t bytes = count * hiar_dtype_size(dtype);
+    void *tmp = malloc(bytes);
+    hiar_result_t rc;
+
+    if (!tmp)
+        return hiar_error_set(HIAR_NO_MEMORY, "MPI_Allreduce: cannot allocate %zu bytes to stage the buffers",
+                              bytes);
+    rc = copy(tmp, send, bytes, send_dev);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_allreduce(tmp, tmp, count, dtype, op, s->hiar, NULL);
+    if (rc == HIAR_SUCCESS)
+        rc = copy(recv, tmp, bytes, recv_dev);
+    free(tmp);
+    return rc;
+}
+
+#ifdef HIAR_HAVE_CUDA
+/* Device buffers on the legacy default stream; MPI returns when the data is there. */
+static hiar_result_t reduce_device(pmpi_comm_t *s, const void *send, void *recv, size_t count,
+                                   hiar_dtype_t dtype, hiar_op_t op)
+{
+    hiar_result_t async = HIAR_SUCCESS;
+    cudaError_t err;
+
+    HIAR_CHECK(hiar_allreduce(send, recv, count, dtype, op, s->hiar, NULL));
+    err = cudaStreamSynchronize(NULL);
+    if (err != cudaSuccess)
+        return hiar_error_set(HIAR_CUDA_ERROR, "MPI_Allreduce: waiting for hiar's kernel failed: %s",
+                              cudaGetErrorString(err));
+    HIAR_CHECK(hiar_comm_get_async_error(s->hiar, &async));
+    if (async != HIAR_SUCCESS)
+        return hiar_error_set(async, "MPI_Allreduce: hiar's kernel failed: %s", hiar_strerror(async));
+    return HIAR_SUCCESS;
+}
+#endif
+
+static hiar_result_t reduce(pmpi_comm_t *s, const void *send, void *recv, size_t count, hiar_dtype_t dtype,
+                            hiar_op_t op)
+{
+    size_t esize = hiar_dtype_size(dtype);
+    int send_dev = 0, recv_dev = 0, mode;
+
+#ifdef HIAR_HAVE_CUDA
+    HIAR_CHECK(hiar_cuda_is_device_pointer(send, &send_dev));
+    recv_dev = send_dev;
+    if (recv != send)
+        HIAR_CHECK(hiar_cuda_is_device_pointer(recv, &recv_dev));
+#endif
+    if ((uintptr_t)send % esize || (uintptr_t)recv % esize || send_dev != recv_dev)
+        mode = MEM_STAGED;
+    else
+        mode = send_dev ? MEM_DEVICE : MEM_HOST;
+    if (s->agree_kinds) {
+        /* [some rank has device buffers, some rank has not] */
+        int32_t mine[2] = {mode == MEM_DEVICE, mode != MEM_DEVICE}, all[2];
+        HIAR_CHECK(hiar_allreduce(mine, all, 2, HIAR_INT32, HIAR_MAX, s->hiar, NULL));
+        if (mode == MEM_DEVICE && all[1])
+            mode = MEM_STAGED;
+    }
+    switch (mode) {
+    case MEM_HOST:
+        return hiar_allreduce(send, recv, count, dtype, op, s->hiar, NULL);
+#ifdef HIAR_HAVE_CUDA
+    case MEM_DEVICE:
+        return reduce_device(s, send, recv, count, dtype, op);
+#endif
+    default:
+        return reduce_staged(s, send, send_dev, recv, recv_dev, count, dtype, op);
+    }
+}
+
+/* ---- entry points ---- */
+
+static int pmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
+                          MPI_Comm comm, int large)
+{
+#ifdef HAVE_MPI_ALLREDUCE_C
+    if (large)
+        return PMPI_Allreduce_c(sendbuf, recvbuf, (MPI_Count)count, type, op, comm);
+#else
+    (void)large;
+#endif
+    return PMPI_Allreduce(sendbuf, recvbuf, (int)count, type, op, comm);
+}
+
+static int forward(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm, int large)
+{
+    atomic_fetch_add_explicit(&g.forwarded, 1, memory_order_relaxed);
+    return pmpi_allreduce(sendbuf, recvbuf, count, type, op, comm, large);
+}
+
+/* A failure after hiar started: MPI's error path (fatal by default, as MPI's own errors). */
+static int fail(pmpi_comm_t *s, MPI_Comm comm, hiar_result_t rc)
+{
+    int code = rc == HIAR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
+
+    if (!s->warned) {
+        s->warned = 1;
+        HIAR_WARN(MPI, "MPI_Allreduce through hiar failed: %s: %s", hiar_strerror(rc), hiar_last_error());
+    }
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+static int allreduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm comm, int large)
+{
+    hiar_dtype_t dtype;
+    hiar_op_t hop;
+    hiar_result_t rc;
+    pmpi_comm_t *s;
+
+    if (inside_hiar)
+        return pmpi_allreduce(sendbuf, recvbuf, count, type, op, comm, large);
+    pthread_once(&g.once, init_once);
+    if (!g.enabled || count == 0 || comm == MPI_COMM_NULL || !map_call(type, op, &dtype, &hop) ||
+        !(s = comm_state(comm)) || !s->hiar)
+        return forward(sendbuf, recvbuf, count, type, op, comm, large);
+    inside_hiar++;
+    rc = reduce(s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, dtype, hop);
+    inside_hiar--;
+    if (rc == HIAR_SUCCESS) {
+        atomic_fetch_add_explicit(&g.via, 1, memory_order_relaxed);
+        return MPI_SUCCESS;
+    }
+    /* Refused before any data moved (e.g. overlapping buffers): MPI decides. */
+    if (rc == HIAR_INVALID_ARGUMENT || rc == HIAR_UNSUPPORTED) {
+        HIAR_INFO(MPI, "MPI_Allreduce forwarded to MPI: %s", hiar_last_error());
+        return forward(sendbuf, recvbuf, count, type, op, comm, large);
+    }
+    return fail(s, comm, rc);
+}
+
+PMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                              MPI_Comm comm)
+{
+    if (count < 0) /* MPI reports it */
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return allreduce(sendbuf, recvbuf, (size_t)count, datatype, op, comm, 0);
+}
+
+#ifdef HAVE_MPI_ALLREDUCE_C
+PMPI_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm)
+{
+    if (count < 0 || (unsigned long long)count > SIZE_MAX / 8)
+        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    return allreduce(sendbuf, recvbuf, (size_t)count, datatype, op, comm, 1);
+}
+#endif
+
+/* "hiar-pmpi: N calls via hiar, M forwarded" from world rank 0 when any rank asked. */
+static void report_stats(void)
+{
+    unsigned long long mine[3] = {atomic_load(&g.via), atomic_load(&g.forwarded), (unsigned long long)g.stats};
+    unsigned long long sum[3] = {0, 0, 0};
+    int rank = 0;
+
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (PMPI_Reduce(mine, sum, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD) == MPI_SUCCESS &&
+        rank == 0 && sum[2]) {
+        fprintf(stderr, "hiar-pmpi: %llu calls via hiar, %llu forwarded\n", sum[0], sum[1]);
+        fflush(stderr);
+    }
+}
+
+/*
+ * Destroys the hiar communicators of communicators never freed, newest first:
+ * their creation was collective and ordered alike on the ranks they share,
+ * so the reverse order is too.  MPI would otherwise run the callbacks (or
+ * not) while it is shutting down.
+ */
+static void detach_all(void)
+{
+    for (;;) {
+        pmpi_comm_t *s;
+        pthread_mutex_lock(&g.lock);
+        s = g.live;
+        pthread_mutex_unlock(&g.lock);
+        if (!s)
+            break;
+        if (PMPI_Comm_delete_attr(s->mpi, g.keyval) != MPI_SUCCESS)
+            live_remove(s); /* MPI still holds it: leave it to MPI */
+    }
+    if (g.keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&g.keyval);
+}
+
+PMPI_EXPORT int MPI_Finalize(void)
+{
+    int finalized = 0;
+
+    PMPI_Finalized(&finalized);
+    if (!finalized) {
+        pthread_once(&g.once, init_once);
+        report_stats();
+        detach_all();
+    }
+    return PMPI_Finalize();
+}
