@@ -1,8 +1,9 @@
 /*
  * A plain MPI program: MPI_Allreduce on host buffers over many datatypes,
  * ops, counts and communicators (world, dup, split halves in reversed order,
- * self, an intercommunicator, a freed and re-created dup), in place and out
- * of place, with buffers not aligned to the element size on rank 0.
+ * self, an intercommunicator, a freed and re-created dup, a dup never freed),
+ * in place and out of place, with buffers not aligned to the element size on
+ * rank 0.
  *
  * Every result is checked against a reference computed here from the input
  * formula over the ranks of the group (MPI_Group_translate_ranks), never from
@@ -339,6 +340,10 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     run_case("dup-again", dup, &t_int64, &ops[3], 1000, 0, 0, multi);
     run_case("world-after-free", MPI_COMM_WORLD, &t_float, &ops[0], 33, 0, 0, multi);
+    /* Never freed: MPI_Finalize must clean up after it. */
+    MPI_Comm leaked;
+    MPI_Comm_dup(MPI_COMM_WORLD, &leaked);
+    run_case("leaked-dup", leaked, &t_int, &ops[0], 10, 0, 0, multi);
 
     /* Halves, ranks in reversed order; a rank alone in its half (odd np) is size 1. */
     int lower = world_rank < world_size / 2 || world_size == 1;
