@@ -142,10 +142,23 @@ extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t k
 {
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t err = kernel == HIAR_IPC_TWOSHOT
-                          ? hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor, s)
+                          ? hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor, ipc->args.n,
+                                                    HIAR_IPC_STEP_RS | HIAR_IPC_STEP_AG,
+                                                    hiar_ipc_chunk_bytes(ipc->args.slot_bytes, ipc->args.n,
+                                                                         ipc->args.n),
+                                                    s)
                           : hiar_ipc_launch_oneshot(&ipc->args, kernel == HIAR_IPC_LL, in, out, count, dtype,
                                                     op, divisor, s);
     return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "allreduce kernel launch");
+}
+
+extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, int step, const void *in, void *out, size_t count,
+                                            hiar_dtype_t dtype, hiar_op_t op, int nshards, size_t chunk,
+                                            void *stream)
+{
+    cudaError_t err = hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, 0, nshards, step, chunk,
+                                              (cudaStream_t)stream);
+    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "hierarchical step kernel launch");
 }
 
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)

@@ -72,6 +72,7 @@ __host__ __device__ static inline size_t hiar_ipc_probe_offset(int sender)
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,
                                     hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
-                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
+                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, int nshards, int steps,
+                                    size_t chunk, cudaStream_t stream);
 
 #endif

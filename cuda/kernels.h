@@ -27,8 +27,50 @@ int hiar_cuda_mps_running(void);
 hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
 void hiar_cuda_host_free(void *ptr);
 hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
+hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream);
+hiar_result_t hiar_cuda_sync(void *stream);
+
+/* *capturing = 1 while stream is being captured into a CUDA graph. */
+hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
 
 /* ---- CUDA IPC transport (cuda/ipc.cu) ---- */
+
+#ifdef __CUDACC__
+#define HIAR_HD __host__ __device__
+#else
+#define HIAR_HD
+#endif
+
+/* Shards start on 16-byte multiples of the chunk: whole vectors, whole elements. */
+#define HIAR_IPC_SHARD_UNIT 16
+
+/*
+ * Byte range [*lo, *hi) of shard s of a chunk of `bytes` cut in nshards, the
+ * same on the host and in kernels (*hi may pass bytes inside its last unit).
+ */
+HIAR_HD static inline void hiar_ipc_shard_range(size_t bytes, int nshards, int s, size_t *lo, size_t *hi)
+{
+    size_t units = (bytes + HIAR_IPC_SHARD_UNIT - 1) / HIAR_IPC_SHARD_UNIT;
+    size_t base = units / (size_t)nshards, extra = units % (size_t)nshards, i = (size_t)s;
+    *lo = (i * base + (i < extra ? i : extra)) * HIAR_IPC_SHARD_UNIT;
+    *hi = *lo + (base + (i < extra)) * HIAR_IPC_SHARD_UNIT;
+}
+
+/*
+ * Chunk of a two-shot step for n ranks and nshards shards: a slot holds, per
+ * sender, the shards the owner takes (at most ceil(nshards / n) of chunk /
+ * nshards bytes each), then the gathered chunk.
+ */
+HIAR_HD static inline size_t hiar_ipc_chunk_bytes(size_t slot_bytes, int n, int nshards)
+{
+    size_t k = ((size_t)nshards + (size_t)n - 1) / (size_t)n;
+    size_t cap = slot_bytes / ((size_t)n * k + (size_t)nshards) / HIAR_IPC_SHARD_UNIT * HIAR_IPC_SHARD_UNIT;
+    return cap * (size_t)nshards;
+}
+
+/* Halves of the two-shot kernel, for the hierarchical path. */
+#define HIAR_IPC_STEP_RS 1
+#define HIAR_IPC_STEP_AG 2
 
 typedef struct hiar_ipc hiar_ipc_t;
 
@@ -69,6 +111,27 @@ typedef enum {
 /* Allreduce of device buffers, asynchronous on stream (capturable in a CUDA graph). */
 hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in, void *out,
                                  size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor, void *stream);
+
+/*
+ * Chunk of the hierarchical steps: the same in every group whatever its size
+ * n <= nshards (shards must match across groups), and it fits a slot: the
+ * owner's share n * ceil(nshards / n) <= 2 nshards - 1 shards, plus the chunk.
+ */
+HIAR_HD static inline size_t hiar_ipc_hier_chunk(size_t slot_bytes, int nshards)
+{
+    size_t cap = slot_bytes / (3 * (size_t)nshards) / HIAR_IPC_SHARD_UNIT * HIAR_IPC_SHARD_UNIT;
+    return cap * (size_t)nshards;
+}
+
+/*
+ * One half of a hierarchical call (asynchronous on stream), per chunk of
+ * `chunk` bytes: HIAR_IPC_STEP_RS leaves each owned shard (s % n == local
+ * rank) reduced over the group in out; HIAR_IPC_STEP_AG sends the owned
+ * shards of out to every peer, so all of out is complete.
+ */
+hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, int step, const void *in, void *out, size_t count,
+                                 hiar_dtype_t dtype, hiar_op_t op, int nshards, size_t chunk, void *stream);
+
 
 /* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */
 hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);

@@ -74,15 +74,34 @@ extern "C" void hiar_cuda_host_free(void *ptr)
     cudaFreeHost(ptr);
 }
 
-extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)
+static hiar_result_t copy_failed(cudaError_t err, const char *what)
+{
+    cudaGetLastError();
+    return hiar_error_set(HIAR_CUDA_ERROR, "%s failed: %s", what, cudaGetErrorString(err));
+}
+
+extern "C" hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
-    if (err == cudaSuccess)
-        err = cudaStreamSynchronize((cudaStream_t)stream);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return hiar_error_set(HIAR_CUDA_ERROR, "copying %zu bytes from %p to %p failed: %s", bytes, src,
-                              dst, cudaGetErrorString(err));
-    }
-    return HIAR_SUCCESS;
+    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaMemcpyAsync");
+}
+
+extern "C" hiar_result_t hiar_cuda_sync(void *stream)
+{
+    cudaError_t err = cudaStreamSynchronize((cudaStream_t)stream);
+    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaStreamSynchronize");
+}
+
+extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)
+{
+    hiar_result_t rc = hiar_cuda_copy_async(dst, src, bytes, stream);
+    return rc == HIAR_SUCCESS ? hiar_cuda_sync(stream) : rc;
+}
+
+extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)
+{
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing((cudaStream_t)stream, &status);
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaStreamIsCapturing");
 }

@@ -1,32 +1,46 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, inside an unpacked and built release tarball:
-# GPU tests (one and two ranks per GPU, the latter under CUDA MPS), the
-# benchmark eager and in CUDA graphs against NCCL and MPI, and
-# compute-sanitizer on a small run.  Logs go to $1 (default ./gpu-logs).
+# GPU tests (one and two ranks per GPU, the latter under CUDA MPS; one group
+# and several), the benchmark eager and in CUDA graphs against NCCL and MPI,
+# hierarchical runs, and compute-sanitizer.  Logs go to $1 (default
+# ./gpu-logs), at most 8 files (what the device tool brings back).
 set -u
 out=${1:-gpu-logs}
 mkdir -p "$out"
 # A bug that deadlocks a kernel should cost seconds, not the default 10 minutes.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 ngpu=$(nvidia-smi -L | wc -l)
-run() { # name, then the command
+run() { # log name, then the command
     local name=$1
     shift
-    echo "== $name: $*" | tee -a "$out/summary.txt"
+    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
     timeout 150 "$@" >>"$out/$name.log" 2>&1
     local rc=$?
-    tail -n 3 "$out/$name.log" | tee -a "$out/summary.txt"
+    grep -E "passed|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -n 2 | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
 }
 mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS"
-{ nvidia-smi topo -m; ./bench/hiar-info; } >"$out/machine.txt" 2>&1
-run test-np$ngpu $mpi -np "$ngpu" ./tests/gpu/test_gpu
-run bench-eager $mpi -np "$ngpu" ./bench/hiar-bench -m device -d bfloat16 -o sum -b 1K -e 1G -f 4 -n 20 -w 5
-run bench-graph $mpi -np "$ngpu" ./bench/hiar-bench -m device -d bfloat16 -o sum -b 1K -e 4M -f 4 -n 50 -w 10 --graph
+bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
+{ nvidia-smi topo -m; ./bench/hiar-info; ./bench/hiar-info --topo; } >"$out/machine.txt" 2>&1
+
+run tests $mpi -np "$ngpu" ./tests/gpu/test_gpu
+run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
+run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
+run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench -b 1K -e 256M -f 4 -n 20 -w 5
+
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d
-run test-np$((2 * ngpu))-mps $mpi -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np $((2 * ngpu)) ./tests/gpu/test_gpu --quick
+mps="$mpi -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np $((2 * ngpu))"
+run tests $mps ./tests/gpu/test_gpu --quick
+for g in "0,1|2,3" "0,2|1,3" "0|1,2,3"; do
+    run tests $mps -x HIAR_GROUPS="$g" ./tests/gpu/test_gpu --quick
+done
+run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench -b 1K -e 256M -f 4 -n 20 -w 5
+run bench-hier $mps $bench --impl hiar,nccl -b 1K -e 256M -f 4 -n 20 -w 5
 echo quit | nvidia-cuda-mps-control
-run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool memcheck ./bench/hiar-bench --impl hiar -m device -b 1K -e 1M -f 16 -n 2 -w 1
-run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck ./bench/hiar-bench --impl hiar -m device -b 1K -e 256K -f 16 -n 2 -w 1
+
+run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
+run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
+run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1

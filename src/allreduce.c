@@ -224,6 +224,8 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
         return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
+    if (device && path == HIAR_PLAN_HIER && hiar_devcomm_hier_ready(comm->dev))
+        return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);
     if (device) /* through host memory, so along the host grouping */
         return run_staged(comm, plan(comm, count * hiar_dtype_size(dtype), 0), sendbuf, recvbuf, count, dtype,
                           op, stream);

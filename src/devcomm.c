@@ -5,15 +5,18 @@
 #include "comm.h"
 #include "devcomm.h"
 #include "error.h"
+#include "inter.h"
 #include "kernels.h"
 #include "log.h"
+#include "reduce.h"
 #include "nvml.h"
 
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
  * 2 H200: 255 GB/s at 1 GB with 32 MB slots, 305 GB/s with 128 MB). */
 #define IPC_SLOT_DEFAULT ((size_t)64 << 20)
-/* Pinned buffer for staging device buffers through the host path. */
+/* Each of the two pinned buffers that stage device data through the host:
+ * while MPI reduces one, the other is being copied. */
 #define STAGE_BYTES ((size_t)4 << 20)
 #define BUS_ID_MAX 32
 /* What the P2P probe writes; the allocation starts zeroed, so it cannot be stale. */
@@ -26,10 +29,13 @@ struct hiar_devcomm {
     hiar_grouping_t groups;   /* grouping of device buffers, annotated */
     MPI_Comm group_comm;      /* this rank's group */
     int local, local_size;
+    int nshards;              /* shards between groups: the largest group */
+    MPI_Comm *shard_comm;     /* [nshards] owners of shard s in every group */
+    size_t slot_bytes;        /* IPC slot, the same on every rank */
     hiar_ipc_t *ipc;
     int shared_gpu; /* another rank of the group uses the same GPU */
     char why[200];  /* the transport for device buffers, and why */
-    void *stage;
+    char *stage; /* 2 x STAGE_BYTES, pinned */
 };
 
 /* 1 if cond holds on every rank of the group. */
@@ -60,12 +66,11 @@ static void ipc_teardown(hiar_devcomm_t *dev, int collective)
 /* create -> exchange handles -> open -> probe; every step agreed in the group. */
 static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
-    size_t slot = (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
     unsigned char handle[HIAR_IPC_HANDLE_BYTES] = {0};
     unsigned char *all = malloc((size_t)dev->local_size * HIAR_IPC_HANDLE_BYTES);
     int ok, pass = 0;
 
-    ok = all && hiar_ipc_create(dev->local, dev->local_size, slot ? slot : IPC_SLOT_DEFAULT,
+    ok = all && hiar_ipc_create(dev->local, dev->local_size, dev->slot_bytes,
                                 (int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &dev->ipc,
                                 handle) == HIAR_SUCCESS;
     if (!group_all(dev, ok)) {
@@ -129,6 +134,25 @@ static void own_facts(const hiar_comm_t *comm, hiar_devcomm_t *dev, hiar_topo_fa
     hiar_nvml_add_nvlink(f);
 }
 
+/*
+ * For the hierarchical path: shard s is owned by local rank s % group size in
+ * every group; its owners allreduce it over MPI.  One split per shard, in
+ * shard order on every rank.
+ */
+static hiar_result_t make_shard_comms(const hiar_comm_t *comm, hiar_devcomm_t *dev)
+{
+    dev->nshards = hiar_grouping_max_size(&dev->groups);
+    dev->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)dev->nshards);
+    if (!dev->shard_comm)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d shard communicators", dev->nshards);
+    for (int s = 0; s < dev->nshards; s++)
+        dev->shard_comm[s] = MPI_COMM_NULL;
+    for (int s = 0; dev->groups.ngroups > 1 && s < dev->nshards; s++)
+        HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, s % dev->local_size == dev->local ? 0 : MPI_UNDEFINED,
+                                      dev->groups.group_of[comm->rank], &dev->shard_comm[s]));
+    return HIAR_SUCCESS;
+}
+
 /* Gathers every rank's facts and groups the ranks for device buffers. */
 static hiar_result_t group_devices(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
@@ -151,7 +175,7 @@ static hiar_result_t group_devices(const hiar_comm_t *comm, hiar_devcomm_t *dev)
     dev->local = dev->groups.local_index[comm->rank];
     dev->local_size = hiar_group_size(&dev->groups, dev->groups.group_of[comm->rank]);
     HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, dev->groups.group_of[comm->rank], comm->rank, &dev->group_comm));
-    return HIAR_SUCCESS;
+    return make_shard_comms(comm, dev);
 }
 
 /* Marks the groups whose P2P probe failed (or that have no IPC) as shm. */
@@ -190,6 +214,8 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
     if (!dev)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU state");
     dev->group_comm = MPI_COMM_NULL;
+    dev->slot_bytes = (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
+    dev->slot_bytes = dev->slot_bytes ? dev->slot_bytes : IPC_SLOT_DEFAULT;
     hiar_cuda_current_device(&dev->device, dev->bus_id);
     rc = group_devices(comm, dev);
     if (rc != HIAR_SUCCESS) {
@@ -234,6 +260,10 @@ void hiar_devcomm_destroy(hiar_comm_t *comm, hiar_devcomm_t *dev, int collective
         hiar_cuda_host_free(dev->stage);
     if (dev->group_comm != MPI_COMM_NULL)
         MPI_Comm_free(&dev->group_comm);
+    for (int s = 0; dev->shard_comm && s < dev->nshards; s++)
+        if (dev->shard_comm[s] != MPI_COMM_NULL)
+            MPI_Comm_free(&dev->shard_comm[s]);
+    free(dev->shard_comm);
     hiar_grouping_free(&dev->groups);
     free(dev->facts);
     free(dev);
@@ -264,10 +294,92 @@ hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const 
 
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes)
 {
-    if (!dev->stage && hiar_cuda_host_alloc(STAGE_BYTES, &dev->stage) != HIAR_SUCCESS)
+    if (!dev->stage && hiar_cuda_host_alloc(2 * STAGE_BYTES, (void **)&dev->stage) != HIAR_SUCCESS)
         dev->stage = NULL;
     *bytes = STAGE_BYTES;
     return dev->stage;
+}
+
+int hiar_devcomm_hier_ready(const hiar_devcomm_t *dev)
+{
+    return dev && dev->groups.ngroups > 1 && (dev->ipc || dev->local_size == 1);
+}
+
+/*
+ * MPI allreduce of `bytes` of device memory among the owners of one shard,
+ * through the two pinned buffers:
+ *
+ *   piece i: wait for its copy to the host | start copying piece i+1 |
+ *            MPI on piece i (AVG: divide) | start copying piece i back
+ *
+ * Copies and kernels share the caller's stream, so they stay in order.
+ */
+static hiar_result_t staged_inter(hiar_comm_t *comm, hiar_devcomm_t *dev, char *data, size_t bytes,
+                                  hiar_dtype_t dtype, hiar_op_t op, MPI_Comm shard_comm, hiar_stream_t stream,
+                                  hiar_wait_t *wait)
+{
+    size_t esize = hiar_dtype_size(dtype), piece_max;
+    char *stage = hiar_devcomm_stage_buffer(dev, &piece_max);
+
+    if (!stage)
+        return hiar_error_set(HIAR_NO_MEMORY, "no pinned staging buffer for the inter-group step");
+    piece_max = piece_max / esize * esize;
+    HIAR_CHECK(hiar_cuda_copy_async(stage, data, bytes < piece_max ? bytes : piece_max, stream));
+    for (size_t off = 0, i = 0; off < bytes; off += piece_max, i++) {
+        char *buf = stage + (i % 2) * STAGE_BYTES;
+        size_t n = bytes - off < piece_max ? bytes - off : piece_max, next = off + n;
+        HIAR_CHECK(hiar_cuda_sync(stream));
+        if (next < bytes)
+            HIAR_CHECK(hiar_cuda_copy_async(stage + ((i + 1) % 2) * STAGE_BYTES, data + next,
+                                            bytes - next < piece_max ? bytes - next : piece_max, stream));
+        HIAR_CHECK(hiar_inter_allreduce(buf, n / esize, dtype, op, shard_comm, wait));
+        if (op == HIAR_AVG)
+            hiar_reduce_host(buf, (const void *const *)&buf, 1, n / esize, dtype, HIAR_SUM, comm->size);
+        HIAR_CHECK(hiar_cuda_copy_async(data + off, buf, n, stream));
+    }
+    return hiar_cuda_sync(stream);
+}
+
+hiar_result_t hiar_devcomm_hier_allreduce(hiar_comm_t *comm, hiar_devcomm_t *dev, const void *sendbuf,
+                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                                          hiar_stream_t stream)
+{
+    size_t esize = hiar_dtype_size(dtype), bytes = count * esize;
+    size_t chunk = hiar_ipc_hier_chunk(dev->slot_bytes, dev->nshards);
+    hiar_wait_t wait = hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort,
+                                       "hiar_allreduce (between groups)");
+    int capturing;
+
+    HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
+    if (capturing)
+        return hiar_error_set(HIAR_INVALID_USAGE,
+                              "hiar_allreduce: a call over several groups of GPUs waits for MPI on the "
+                              "host and cannot be captured in a CUDA graph (one group can)");
+    if (dev->ipc) {
+        HIAR_CHECK(hiar_ipc_status(dev->ipc));
+        HIAR_CHECK(hiar_ipc_hier_step(dev->ipc, HIAR_IPC_STEP_RS, sendbuf, recvbuf, count, dtype, op,
+                                      dev->nshards, chunk, stream));
+        /* A group that timed out must not go on to MPI with stale shards. */
+        HIAR_CHECK(hiar_cuda_sync(stream));
+        HIAR_CHECK(hiar_ipc_status(dev->ipc));
+    } else if (sendbuf != recvbuf) {
+        HIAR_CHECK(hiar_cuda_copy_async(recvbuf, sendbuf, bytes, stream));
+    }
+    for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
+        size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk;
+        for (int s = dev->local; s < dev->nshards; s += dev->local_size) {
+            size_t lo, hi;
+            hiar_ipc_shard_range(cbytes, dev->nshards, s, &lo, &hi);
+            hi = hi < cbytes ? hi : cbytes;
+            if (lo < hi)
+                HIAR_CHECK(staged_inter(comm, dev, (char *)recvbuf + c0 + lo, hi - lo, dtype, op,
+                                        dev->shard_comm[s], stream, &wait));
+        }
+    }
+    if (dev->ipc)
+        HIAR_CHECK(hiar_ipc_hier_step(dev->ipc, HIAR_IPC_STEP_AG, recvbuf, recvbuf, count, dtype, op,
+                                      dev->nshards, chunk, stream));
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_devcomm_copy(void *dst, const void *src, size_t bytes, hiar_stream_t stream)

@@ -40,6 +40,19 @@ hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const 
                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                          int divisor, hiar_stream_t stream);
 
+/* Whether device calls can take the hierarchical path: several groups, each with IPC or alone. */
+int hiar_devcomm_hier_ready(const hiar_devcomm_t *dev);
+
+/*
+ * Device buffers over several groups: IPC reduce-scatter in the group, MPI
+ * allreduce of each owned shard with the other groups (staged through pinned
+ * host memory, pipelined), IPC all-gather.  Stream-ordered; blocks the
+ * calling thread through the MPI step.
+ */
+hiar_result_t hiar_devcomm_hier_allreduce(struct hiar_comm *comm, hiar_devcomm_t *dev, const void *sendbuf,
+                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                                          hiar_stream_t stream);
+
 /* Pinned host buffer for staging, and the copies through it (synchronous on stream). */
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes);
 hiar_result_t hiar_devcomm_copy(void *dst, const void *src, size_t bytes, hiar_stream_t stream);

@@ -320,11 +320,14 @@ static void timeout(void)
     CUDA_OK(cudaMalloc((void **)&buf, 4096));
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rank != 1) {
-        ok = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+        /* One group: the kernel gives up and says so at the next call; several
+         * groups: the MPI step may give up first, in the call itself. */
+        hiar_result_t rc = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
         CUDA_OK(cudaDeviceSynchronize());
         clock_gettime(CLOCK_MONOTONIC, &t1);
         secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        ok &= hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS && err == HIAR_TIMEOUT;
+        ok = rc == HIAR_TIMEOUT || (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS &&
+                                    err == HIAR_TIMEOUT);
         ok &= hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
@@ -374,8 +377,11 @@ int main(int argc, char **argv)
     stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 2048);
     stress(comm, HIAR_BFLOAT16, 65539, quick ? 64 : 1024);
     stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 32 : 256);
-    graph(comm, HIAR_FLOAT32, 1000);
-    graph(comm, HIAR_BFLOAT16, 1 << 20);
+    /* Calls over several groups wait for MPI on the host: not capturable. */
+    if (!getenv("HIAR_GROUPS")) {
+        graph(comm, HIAR_FLOAT32, 1000);
+        graph(comm, HIAR_BFLOAT16, 1 << 20);
+    }
     hiar_comm_destroy(comm);
     /* Small slots: two-shot in many chunks. */
     comm = create("HIAR_BUFFER_SIZE=64K");
@@ -388,7 +394,8 @@ int main(int argc, char **argv)
     for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
         one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
-    graph(comm, HIAR_FLOAT32, 70001);
+    if (!getenv("HIAR_GROUPS"))
+        graph(comm, HIAR_FLOAT32, 70001);
     hiar_comm_destroy(comm);
     timeout();
     if (rank == 0)
