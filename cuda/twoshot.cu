@@ -33,25 +33,32 @@ struct ts_chunk {
     uint64_t value;   /* flag value of this chunk: epoch and chunk number */
 };
 
-/* Byte range of this block's part of shard s of the chunk (relative to the chunk). */
+/*
+ * Byte range of this block's part of shard s of the chunk (relative to the
+ * chunk), and the shard's start.  The part is cut from a full shard (cap
+ * bytes) and then clipped, so a block uses the same slot bytes in a short
+ * last chunk as in full ones: a peer's block b' may still be reading its own
+ * bytes of this slot from two chunks ago; block b waited only for block b.
+ */
 __device__ __forceinline__ void block_part(const ts_chunk &c, int s, size_t *lo, size_t *hi, size_t *s_lo)
 {
-    size_t s_hi;
+    size_t s_hi, rel_lo, rel_hi, len;
     hiar_ipc_shard_range(c.bytes, c.nshards, s, s_lo, &s_hi);
-    split((s_hi - *s_lo) / HIAR_UNIT, gridDim.x, blockIdx.x, lo, hi);
-    *lo += *s_lo;
-    *hi += *s_lo;
+    split(c.cap / HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
+    len = s_hi - *s_lo;
+    *lo = *s_lo + (rel_lo < len ? rel_lo : len);
+    *hi = *s_lo + (rel_hi < len ? rel_hi : len);
 }
 
-/* RS area: sender's part of owner's k-th shard; the AG area (a chunk) after them. */
+/* RS area: sender's part of owner's k-th shard; then the AG area, shard by shard. */
 __device__ __forceinline__ uint4 *rs_at(const ts_chunk &c, int owner, int sender, int s, int n, size_t shard_off)
 {
     return reinterpret_cast<uint4 *>(c.slot[owner] + ((size_t)sender * c.k + s / n) * c.cap + shard_off);
 }
 
-__device__ __forceinline__ uint4 *ag_at(const ts_chunk &c, int rank, int n, size_t chunk_off)
+__device__ __forceinline__ uint4 *ag_at(const ts_chunk &c, int rank, int n, int s, size_t shard_off)
 {
-    return reinterpret_cast<uint4 *>(c.slot[rank] + (size_t)n * c.k * c.cap + chunk_off);
+    return reinterpret_cast<uint4 *>(c.slot[rank] + ((size_t)n * c.k + s) * c.cap + shard_off);
 }
 
 #define FOR_UNITS(off, lo, hi) for (size_t off = (lo) + threadIdx.x * HIAR_UNIT; off < (hi); off += (size_t)blockDim.x * HIAR_UNIT)
@@ -70,10 +77,11 @@ __device__ __forceinline__ void push_to_owners(const hiar_ipc_args_t &a, const t
     }
 }
 
-__device__ __forceinline__ void push_to_all(const hiar_ipc_args_t &a, const ts_chunk &c, size_t off, const uint4 &r)
+__device__ __forceinline__ void push_to_all(const hiar_ipc_args_t &a, const ts_chunk &c, int s, size_t shard_off,
+                                            const uint4 &r)
 {
     for (int k = 1; k < a.n; k++)
-        *ag_at(c, (a.me + k) % a.n, a.n, off) = r;
+        *ag_at(c, (a.me + k) % a.n, a.n, s, shard_off) = r;
 }
 
 /* Reduces the owned shards; gather: also push the results to every peer. */
@@ -98,7 +106,7 @@ __device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const 
             acc.store(&r, divisor);
             store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
             if (gather)
-                push_to_all(a, c, off, r);
+                push_to_all(a, c, s, off - s_lo, r);
         }
     }
 }
@@ -111,7 +119,7 @@ __device__ __forceinline__ void push_owned(const hiar_ipc_args_t &a, const ts_ch
         size_t lo, hi, s_lo;
         block_part(c, s, &lo, &hi, &s_lo);
         FOR_UNITS(off, lo, hi)
-            push_to_all(a, c, off, load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize));
+            push_to_all(a, c, s, off - s_lo, load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize));
     }
 }
 
@@ -124,7 +132,8 @@ __device__ __forceinline__ void copy_others(const hiar_ipc_args_t &a, const ts_c
             continue;
         block_part(c, s, &lo, &hi, &s_lo);
         FOR_UNITS(off, lo, hi)
-            store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, load_peer_written(ag_at(c, a.me, a.n, off)));
+            store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize,
+                                  load_peer_written(ag_at(c, a.me, a.n, s, off - s_lo)));
     }
 }
 

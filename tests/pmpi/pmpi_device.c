@@ -54,7 +54,9 @@ static long long input(MPI_Op op, int seed, int r, long long i)
     long long h = r * 7 + i * 3 + seed * 5;
     if (op == MPI_PROD)
         return h % 5 == 0 ? 2 : 1;
-    return op == MPI_SUM ? h % 9 : h % 9 - 4 + (h % 2) * 4;
+    /* Non-negative: uint8 is among the types, and MIN/MAX of unsigned values
+     * must not be compared as signed ones. */
+    return op == MPI_SUM ? h % 9 : h % 9 + (h % 2) * 4;
 }
 
 static void store(const tdesc_t *t, void *p, long long i, long long v)
