@@ -47,7 +47,7 @@ static const char *const impl_names[IMPL_COUNT] = {"hiar", "mpi", "nccl"};
 typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
 
 /* Long options without a short form: values past any character. */
-enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE };
+enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE };
 
 typedef struct {
     size_t min_bytes, max_bytes;
@@ -58,6 +58,7 @@ typedef struct {
     bench_mode_t mode;
     unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
     int csv, check, graph, inplace;
+    int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
 } options_t;
 
 /* Defaults, set through the option parser and shown by --help from here. */
@@ -94,6 +95,10 @@ typedef struct {
     MPI_Datatype mpi_type;
     MPI_Op mpi_op;
     int mpi_user_op; /* mpi_op was created here (half types) */
+    /* The timed MPI_Allreduce runs on its own communicator, made after the GPU
+     * is chosen: a PMPI tool (libhiar_mpi.so) that sets up per communicator
+     * at the first call then sees the right GPU, not the bench's bookkeeping. */
+    MPI_Comm mpi_comm;
     int mpi_staged;  /* MPI sees device data through b->host */
     int dead[IMPL_COUNT];            /* failed once: not run again */
     char na_reason[IMPL_COUNT][256]; /* why an implementation showed n/a */
@@ -188,6 +193,8 @@ static void usage(FILE *out)
             "  --no-check   skip the result check\n"
             "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
             "  --inplace    sendbuf == recvbuf\n"
+            "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
+            "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
@@ -322,6 +329,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case OPT_CSV: o->csv = 1; return 0;
     case OPT_NO_CHECK: o->check = 0; return 0;
     case OPT_GRAPH: o->graph = 1; return 0;
+    case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
 }
@@ -352,6 +360,7 @@ static int parse_options(int argc, char **argv, options_t *o, char *err)
         {"impl", required_argument, NULL, OPT_IMPL}, {"csv", no_argument, NULL, OPT_CSV},
         {"no-check", no_argument, NULL, OPT_NO_CHECK}, {"graph", no_argument, NULL, OPT_GRAPH},
         {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
+        {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -599,13 +608,14 @@ static void mpi_setup(bench_t *b)
     hiar_dtype_t dtype = b->opt.dtype;
     hiar_op_t op = b->opt.op == HIAR_AVG ? HIAR_SUM : b->opt.op;
 
+    MPI_Comm_dup(MPI_COMM_WORLD, &b->mpi_comm);
     b->mpi_type = mpi_type_of(dtype);
     b->mpi_op = mpi_op_of(op);
     b->mpi_user_op = dtype == HIAR_FLOAT16 || dtype == HIAR_BFLOAT16;
     if (b->mpi_user_op)
         MPI_Op_create(half_ops[dtype == HIAR_BFLOAT16][op], 1, &b->mpi_op);
     /* AVG's division runs on the host, so it is staged even with CUDA-aware MPI. */
-    b->mpi_staged = b->device && !(mpi_cuda_aware() && b->opt.op != HIAR_AVG);
+    b->mpi_staged = b->device && !((mpi_cuda_aware() || b->opt.mpi_device) && b->opt.op != HIAR_AVG);
 }
 
 /* AVG on top of MPI_SUM, as an MPI user writes it; integers truncate toward zero. */
@@ -647,7 +657,7 @@ static run_t run_mpi(bench_t *b, size_t count)
         send = MPI_IN_PLACE;
         recv = b->host;
     }
-    MPI_Allreduce(send, recv, (int)count, b->mpi_type, b->mpi_op, MPI_COMM_WORLD);
+    MPI_Allreduce(send, recv, (int)count, b->mpi_type, b->mpi_op, b->mpi_comm);
     if (b->opt.op == HIAR_AVG)
         divide(recv, count, b->opt.dtype, b->nranks);
     if (b->mpi_staged)
@@ -1107,7 +1117,7 @@ static void print_info(const bench_t *b)
     if (has(b, IMPL_MPI) && b->device)
         fprintf(b->info, "# mpi: %s\n", b->mpi_staged
                 ? "device buffers staged through host memory: D2H copy, MPI_Allreduce, H2D copy, all timed"
-                : "device buffers passed to CUDA-aware MPI");
+                : "device buffers passed to MPI_Allreduce as they are");
     if (has(b, IMPL_MPI) && o->graph)
         fprintf(b->info, "# mpi: timed eagerly (MPI calls cannot be captured in a CUDA graph)\n");
 }
@@ -1167,6 +1177,8 @@ static void teardown(bench_t *b)
         hiar_comm_destroy(b->comm);
     if (b->mpi_user_op)
         MPI_Op_free(&b->mpi_op);
+    if (b->mpi_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&b->mpi_comm);
     if (b->recv != b->send)
         release(b, b->recv, 0);
     release(b, b->send, 0);
@@ -1224,6 +1236,7 @@ int main(int argc, char **argv)
     char err[ERR_LEN] = "";
     int rc;
 
+    b.mpi_comm = MPI_COMM_NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);

@@ -72,6 +72,8 @@ typedef struct pmpi_comm {
     MPI_Comm mpi;      /* the user's communicator */
     hiar_comm_t *hiar; /* NULL: every call on this communicator is forwarded */
     int agree_kinds;   /* some rank has a GPU: agree on memory kinds per call */
+    int device;        /* the GPU current when the hiar comm was made (-1: none) */
+    int warned_device; /* buffers on another GPU were reported */
     int warned;        /* a failure was reported */
     struct pmpi_comm *prev, *next;
 } pmpi_comm_t;
@@ -257,15 +259,25 @@ static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* This rank's current GPU, -1 without one. */
+static int current_device(void)
+{
+#ifdef HIAR_HAVE_CUDA
+    char bus_id[32];
+    int device = -1;
+    hiar_cuda_current_device(&device, bus_id);
+    return device;
+#else
+    return -1;
+#endif
+}
+
 /* Whether any rank of comm has a GPU (then memory kinds are agreed per call). */
 static int any_gpu(MPI_Comm comm)
 {
 #ifdef HIAR_HAVE_CUDA
-    char bus_id[32];
-    int device = -1, mine, any = 1;
+    int mine = current_device() >= 0, any = 1;
 
-    hiar_cuda_current_device(&device, bus_id);
-    mine = device >= 0;
     PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
     return any;
 #else
@@ -304,6 +316,7 @@ static pmpi_comm_t *comm_attach(MPI_Comm comm)
             s->hiar = NULL;
         } else {
             s->agree_kinds = any_gpu(comm);
+            s->device = current_device();
         }
     }
     if (PMPI_Comm_set_attr(comm, g.keyval, s) != MPI_SUCCESS) {
@@ -381,6 +394,36 @@ static hiar_result_t reduce_device(pmpi_comm_t *s, const void *send, void *recv,
 }
 #endif
 
+/*
+ * The hiar comm took the GPU that was current at the first MPI_Allreduce;
+ * a program that selects its GPU after that passes buffers of another GPU,
+ * which hiar's kernels on the first cannot serve: those are staged.
+ */
+static int on_comm_device(pmpi_comm_t *s, const void *buf)
+{
+#ifdef HIAR_HAVE_CUDA
+    struct cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, buf) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    if (attr.device == s->device)
+        return 1;
+    if (!s->warned_device) {
+        s->warned_device = 1;
+        HIAR_WARN(MPI, "libhiar_mpi: buffers on GPU %d, but the hiar communicator was made while GPU %d "
+                       "was current (select the GPU before the first MPI_Allreduce): staging through host "
+                       "memory",
+                  attr.device, s->device);
+    }
+    return 0;
+#else
+    (void)s;
+    (void)buf;
+    return 0;
+#endif
+}
+
 static hiar_result_t reduce(pmpi_comm_t *s, const void *send, void *recv, size_t count, hiar_dtype_t dtype,
                             hiar_op_t op)
 {
@@ -393,7 +436,8 @@ static hiar_result_t reduce(pmpi_comm_t *s, const void *send, void *recv, size_t
     if (recv != send)
         HIAR_CHECK(hiar_cuda_is_device_pointer(recv, &recv_dev));
 #endif
-    if ((uintptr_t)send % esize || (uintptr_t)recv % esize || send_dev != recv_dev)
+    if ((uintptr_t)send % esize || (uintptr_t)recv % esize || send_dev != recv_dev ||
+        (send_dev && !on_comm_device(s, recv)))
         mode = MEM_STAGED;
     else
         mode = send_dev ? MEM_DEVICE : MEM_HOST;
