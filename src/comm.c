@@ -138,23 +138,36 @@ const char *hiar_version(void)
     return HIAR_VERSION_STRING;
 }
 
-/* Frees what create made; collective = 0: without talking to peers (abort). */
+/*
+ * Frees what create made; collective = 0: without talking to peers (abort).
+ *
+ * A failed comm keeps its MPI communicators and its shared segment: the
+ * call that failed may have left an MPI_Iallreduce pending on them (MPI
+ * cannot cancel a collective), and a peer that comes late completes it, into
+ * the segment and through the communicator.  Freeing them let MPI write into
+ * unmapped memory or use a freed communicator: SIGSEGV in the resumed-peer
+ * test (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
+ */
 static void comm_free(hiar_comm_t *comm, int collective)
 {
+    int keep_mpi = comm->failed != HIAR_SUCCESS;
+
 #ifdef HIAR_HAVE_CUDA
     hiar_devcomm_destroy(comm, comm->dev, collective);
 #else
     (void)collective;
 #endif
-    hiar_shm_destroy(comm->shm);
-    for (int s = 0; comm->shard_comm && s < comm->nshards; s++)
-        if (comm->shard_comm[s] != MPI_COMM_NULL)
-            MPI_Comm_free(&comm->shard_comm[s]);
+    if (!keep_mpi) {
+        hiar_shm_destroy(comm->shm);
+        for (int s = 0; comm->shard_comm && s < comm->nshards; s++)
+            if (comm->shard_comm[s] != MPI_COMM_NULL)
+                MPI_Comm_free(&comm->shard_comm[s]);
+        if (comm->group_comm != MPI_COMM_NULL)
+            MPI_Comm_free(&comm->group_comm);
+        if (comm->mpi != MPI_COMM_NULL)
+            MPI_Comm_free(&comm->mpi);
+    }
     free(comm->shard_comm);
-    if (comm->group_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&comm->group_comm);
-    if (comm->mpi != MPI_COMM_NULL)
-        MPI_Comm_free(&comm->mpi);
     hiar_grouping_free(&comm->groups);
     hiar_params_free(&comm->params);
     free(comm);

@@ -112,11 +112,14 @@ static hiar_result_t segment_map(hiar_shm_t *s, MPI_Comm group_comm)
     hiar_result_t rc = HIAR_SUCCESS;
     int failed, any_failed;
 
-    if (s->me == 0)
-        rc = segment_create(s->map_bytes, name, &s->base);
+    if (s->me == 0 && (rc = segment_create(s->map_bytes, name, &s->base)) != HIAR_SUCCESS) {
+        /* Peers must not look for a segment that is gone (and blame /dev/shm sharing). */
+        name[0] = '\0';
+        HIAR_WARN(SHM, "%s", hiar_last_error());
+    }
     MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, group_comm);
-    if (s->me != 0 && name[0])
-        rc = segment_open(name, s->map_bytes, &s->base);
+    if (s->me != 0 && name[0] && (rc = segment_open(name, s->map_bytes, &s->base)) != HIAR_SUCCESS)
+        HIAR_WARN(SHM, "%s", hiar_last_error());
     failed = rc != HIAR_SUCCESS || !name[0];
     PMPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, group_comm); /* not the preload's */
     if (s->me == 0 && name[0])

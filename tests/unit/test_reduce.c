@@ -122,8 +122,8 @@ typedef struct {
     hiar_dtype_t dtype;
     size_t count;
     int nsrc;
-    unsigned char src[MAX_SRC][MAX_COUNT * 8];
-    unsigned char dst[MAX_COUNT * 8 + 64];
+    _Alignas(64) unsigned char src[MAX_SRC][MAX_COUNT * 8]; /* aligned like any allreduce buffer */
+    _Alignas(64) unsigned char dst[MAX_COUNT * 8 + 64];
 } bufs_t;
 
 static uint64_t rng_state;
