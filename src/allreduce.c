@@ -134,14 +134,28 @@ static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_plan_t path, const void *
     }
 }
 
+/*
+ * MPI reduces in the comm's scratch buffer, chunk by chunk, not in recvbuf: a
+ * call that times out leaves its MPI_Iallreduce pending (MPI cannot cancel a
+ * collective), and a late peer would complete it into the caller's memory,
+ * perhaps freed by then.  A failed comm keeps its scratch (comm_free).
+ */
 static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                              hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)
 {
-    if (sendbuf != recvbuf)
-        memcpy(recvbuf, sendbuf, count * hiar_dtype_size(dtype));
-    HIAR_CHECK(hiar_inter_allreduce(recvbuf, count, dtype, op, comm->mpi, wait));
-    if (op == HIAR_AVG)
-        hiar_reduce_host(recvbuf, (const void *const *)&recvbuf, 1, count, dtype, HIAR_SUM, comm->size);
+    size_t esize = hiar_dtype_size(dtype), chunk = HIAR_MPI_SCRATCH_BYTES / esize;
+
+    if (!comm->scratch && !(comm->scratch = malloc(HIAR_MPI_SCRATCH_BYTES)))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bytes of MPI scratch", HIAR_MPI_SCRATCH_BYTES);
+    for (size_t off = 0; off < count; off += chunk) {
+        size_t n = count - off < chunk ? count - off : chunk;
+        memcpy(comm->scratch, (const char *)sendbuf + off * esize, n * esize);
+        HIAR_CHECK(hiar_inter_allreduce(comm->scratch, n, dtype, op, comm->mpi, wait));
+        if (op == HIAR_AVG)
+            hiar_reduce_host(comm->scratch, (const void *const *)&comm->scratch, 1, n, dtype, HIAR_SUM,
+                             comm->size);
+        memcpy((char *)recvbuf + off * esize, comm->scratch, n * esize);
+    }
     return HIAR_SUCCESS;
 }
 

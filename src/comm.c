@@ -141,7 +141,7 @@ const char *hiar_version(void)
 /*
  * Frees what create made; collective = 0: without talking to peers (abort).
  *
- * A failed comm keeps its MPI communicators and its shared segment: the
+ * A failed comm keeps its MPI communicators, its shared segment and its MPI scratch: the
  * call that failed may have left an MPI_Iallreduce pending on them (MPI
  * cannot cancel a collective), and a peer that comes late completes it, into
  * the segment and through the communicator.  Freeing them let MPI write into
@@ -159,15 +159,15 @@ static void comm_free(hiar_comm_t *comm, int collective)
 #endif
     if (!keep_mpi) {
         hiar_shm_destroy(comm->shm);
-        for (int s = 0; comm->shard_comm && s < comm->nshards; s++)
-            if (comm->shard_comm[s] != MPI_COMM_NULL)
-                MPI_Comm_free(&comm->shard_comm[s]);
+        hiar_shard_comms_free(comm->nshards, comm->shard_comm);
         if (comm->group_comm != MPI_COMM_NULL)
             MPI_Comm_free(&comm->group_comm);
         if (comm->mpi != MPI_COMM_NULL)
             MPI_Comm_free(&comm->mpi);
+        free(comm->scratch);
+    } else {
+        free(comm->shard_comm);
     }
-    free(comm->shard_comm);
     hiar_grouping_free(&comm->groups);
     hiar_params_free(&comm->params);
     free(comm);
@@ -249,27 +249,30 @@ static hiar_result_t gather_and_group(hiar_comm_t *comm)
     return rc;
 }
 
-/*
- * Communicators for the inter-group step: for shard s, the rank that owns it
- * in every group (local index s % group size), ordered by group.  One split
- * per shard, in shard order on every rank, so the step cannot deadlock.
- */
-static hiar_result_t make_shard_comms(hiar_comm_t *comm)
+hiar_result_t hiar_shard_comms_create(MPI_Comm mpi, const hiar_grouping_t *g, int rank, int *nshards,
+                                      MPI_Comm **out)
 {
-    comm->nshards = hiar_grouping_max_size(&comm->groups);
-    comm->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)comm->nshards);
-    if (!comm->shard_comm)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d shard communicators", comm->nshards);
-    for (int s = 0; s < comm->nshards; s++)
-        comm->shard_comm[s] = MPI_COMM_NULL;
-    if (comm->groups.ngroups == 1)
-        return HIAR_SUCCESS;
-    for (int s = 0; s < comm->nshards; s++) {
-        int owner = s % comm->local_size == comm->local;
-        HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, owner ? 0 : MPI_UNDEFINED, comm->group,
-                                      &comm->shard_comm[s]));
-    }
+    int n = hiar_grouping_max_size(g), group = g->group_of[rank];
+    int local = g->local_index[rank], size = hiar_group_size(g, group);
+    MPI_Comm *comms = malloc(sizeof(MPI_Comm) * (size_t)n);
+
+    if (!comms)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d shard communicators", n);
+    for (int s = 0; s < n; s++)
+        comms[s] = MPI_COMM_NULL;
+    *nshards = n;
+    *out = comms;
+    for (int s = 0; g->ngroups > 1 && s < n; s++)
+        HIAR_MPI_CHECK(MPI_Comm_split(mpi, s % size == local ? 0 : MPI_UNDEFINED, group, &comms[s]));
     return HIAR_SUCCESS;
+}
+
+void hiar_shard_comms_free(int nshards, MPI_Comm *comms)
+{
+    for (int s = 0; comms && s < nshards; s++)
+        if (comms[s] != MPI_COMM_NULL)
+            MPI_Comm_free(&comms[s]);
+    free(comms);
 }
 
 /*
@@ -310,7 +313,7 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     comm->local = g->local_index[comm->rank];
     comm->local_size = hiar_group_size(g, comm->group);
     HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, comm->group, comm->rank, &comm->group_comm));
-    HIAR_CHECK(make_shard_comms(comm));
+    HIAR_CHECK(hiar_shard_comms_create(comm->mpi, g, comm->rank, &comm->nshards, &comm->shard_comm));
 #ifdef HIAR_HAVE_CUDA
     HIAR_CHECK(hiar_devcomm_create(comm, &comm->dev));
 #endif

@@ -9,6 +9,9 @@
 #include "shm.h"
 #include "topo.h"
 
+/* Chunk of the MPI path, reduced in the comm's own buffer. */
+#define HIAR_MPI_SCRATCH_BYTES (4 << 20)
+
 struct hiar_comm {
     MPI_Comm mpi; /* our duplicate of the user's communicator */
     int rank, size;
@@ -21,6 +24,7 @@ struct hiar_comm {
     MPI_Comm *shard_comm; /* [nshards] owners of shard s in every group, or MPI_COMM_NULL */
     hiar_shm_t *shm;
     hiar_devcomm_t *dev; /* GPU side; NULL without a GPU */
+    void *scratch;       /* HIAR_MPI_SCRATCH_BYTES where MPI reduces (the MPI path) */
 
     atomic_int busy;  /* a call is running on this comm */
     atomic_int abort; /* hiar_comm_abort asks running waits to stop */
@@ -39,6 +43,17 @@ hiar_result_t hiar_comm_check_live(const hiar_comm_t *comm, const char *call);
 
 /* 1 if comm is live and has HIAR_CHECK=global. */
 int hiar_comm_checks_globally(const hiar_comm_t *comm);
+
+/*
+ * Communicators for the inter-group step over grouping g: for shard s of
+ * *nshards (the largest group's size), the ranks that own it, local index
+ * s % group size, one per group, ordered by group; MPI_COMM_NULL where this
+ * rank owns nothing, and everywhere for a single group.  One split per
+ * shard, in shard order on every rank, so the step cannot deadlock.
+ */
+hiar_result_t hiar_shard_comms_create(MPI_Comm mpi, const hiar_grouping_t *g, int rank, int *nshards,
+                                      MPI_Comm **out);
+void hiar_shard_comms_free(int nshards, MPI_Comm *comms);
 
 /* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
 void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);

@@ -134,25 +134,6 @@ static void own_facts(const hiar_comm_t *comm, hiar_devcomm_t *dev, hiar_topo_fa
     hiar_nvml_add_nvlink(f);
 }
 
-/*
- * For the hierarchical path: shard s is owned by local rank s % group size in
- * every group; its owners allreduce it over MPI.  One split per shard, in
- * shard order on every rank.
- */
-static hiar_result_t make_shard_comms(const hiar_comm_t *comm, hiar_devcomm_t *dev)
-{
-    dev->nshards = hiar_grouping_max_size(&dev->groups);
-    dev->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)dev->nshards);
-    if (!dev->shard_comm)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d shard communicators", dev->nshards);
-    for (int s = 0; s < dev->nshards; s++)
-        dev->shard_comm[s] = MPI_COMM_NULL;
-    for (int s = 0; dev->groups.ngroups > 1 && s < dev->nshards; s++)
-        HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, s % dev->local_size == dev->local ? 0 : MPI_UNDEFINED,
-                                      dev->groups.group_of[comm->rank], &dev->shard_comm[s]));
-    return HIAR_SUCCESS;
-}
-
 /* Gathers every rank's facts and groups the ranks for device buffers. */
 static hiar_result_t group_devices(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
@@ -175,7 +156,7 @@ static hiar_result_t group_devices(const hiar_comm_t *comm, hiar_devcomm_t *dev)
     dev->local = dev->groups.local_index[comm->rank];
     dev->local_size = hiar_group_size(&dev->groups, dev->groups.group_of[comm->rank]);
     HIAR_MPI_CHECK(MPI_Comm_split(comm->mpi, dev->groups.group_of[comm->rank], comm->rank, &dev->group_comm));
-    return make_shard_comms(comm, dev);
+    return hiar_shard_comms_create(comm->mpi, &dev->groups, comm->rank, &dev->nshards, &dev->shard_comm);
 }
 
 /* Marks the groups whose P2P probe failed (or that have no IPC) as shm. */
@@ -252,18 +233,15 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
 
 void hiar_devcomm_destroy(hiar_comm_t *comm, hiar_devcomm_t *dev, int collective)
 {
-    (void)comm;
     if (!dev)
         return;
     ipc_teardown(dev, collective);
-    if (dev->stage)
+    /* A failed comm's staging may be the target of a pending MPI request. */
+    if (dev->stage && comm->failed == HIAR_SUCCESS)
         hiar_cuda_host_free(dev->stage);
     if (dev->group_comm != MPI_COMM_NULL)
         MPI_Comm_free(&dev->group_comm);
-    for (int s = 0; dev->shard_comm && s < dev->nshards; s++)
-        if (dev->shard_comm[s] != MPI_COMM_NULL)
-            MPI_Comm_free(&dev->shard_comm[s]);
-    free(dev->shard_comm);
+    hiar_shard_comms_free(dev->nshards, dev->shard_comm);
     hiar_grouping_free(&dev->groups);
     free(dev->facts);
     free(dev);
