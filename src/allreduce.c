@@ -115,6 +115,34 @@ static hiar_result_t inter_step(hiar_comm_t *comm, size_t count, hiar_dtype_t dt
     return HIAR_SUCCESS;
 }
 
+/*
+ * One-shot in the group into the scratch, then one MPI allreduce of a copy of
+ * the group sum per shard this rank owns (each shard communicator has one
+ * rank of every group, so every group sum meets every other once).  MPI
+ * works in the scratch: see run_mpi.
+ */
+static hiar_result_t run_hier_oneshot(hiar_comm_t *comm, const void *send, void *recv, size_t n,
+                                      hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)
+{
+    size_t bytes = n * hiar_dtype_size(dtype);
+    char *sum, *copy;
+
+    if (!comm->scratch && !(comm->scratch = malloc(HIAR_MPI_SCRATCH_BYTES)))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bytes of MPI scratch", HIAR_MPI_SCRATCH_BYTES);
+    sum = comm->scratch;
+    HIAR_CHECK(hiar_shm_oneshot(comm->shm, send, sum, n, dtype, op, 0, wait));
+    copy = sum + bytes;
+    for (int s = comm->local; s < comm->nshards; s += comm->local_size, copy += bytes) {
+        memcpy(copy, sum, bytes);
+        HIAR_CHECK(hiar_inter_allreduce(copy, n, dtype, op, comm->shard_comm[s], wait));
+    }
+    copy = sum + bytes; /* the first owned shard's result; the others are equal */
+    if (op == HIAR_AVG)
+        hiar_reduce_host(copy, (const void *const *)&copy, 1, n, dtype, HIAR_SUM, comm->size);
+    memcpy(recv, copy, bytes);
+    return HIAR_SUCCESS;
+}
+
 /* One chunk (at most a slot) through the shm transport, and MPI between groups. */
 static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_plan_t path, const void *send, void *recv,
                                size_t n, hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)
@@ -127,6 +155,8 @@ static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_plan_t path, const void *
     case HIAR_PLAN_TWOSHOT:
         HIAR_CHECK(hiar_shm_reduce_scatter(comm->shm, send, n, dtype, op, comm->local_size, divisor, wait));
         return hiar_shm_allgather(comm->shm, recv, n, dtype, comm->local_size, wait);
+    case HIAR_PLAN_HIER_ONESHOT:
+        return run_hier_oneshot(comm, send, recv, n, dtype, op, wait);
     default: /* HIAR_PLAN_HIER */
         HIAR_CHECK(hiar_shm_reduce_scatter(comm->shm, send, n, dtype, op, comm->nshards, 0, wait));
         HIAR_CHECK(inter_step(comm, n, dtype, op, wait));
@@ -159,11 +189,27 @@ static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvb
     return HIAR_SUCCESS;
 }
 
+/*
+ * Small host messages over groups go one-shot in the group, then every rank
+ * allreduces the whole group sum with its counterparts: one barrier instead
+ * of two.  The copies for the shards a rank owns (several in a smaller group)
+ * must fit the scratch: a bound every rank computes alike.
+ */
+static size_t hier_oneshot_max(const hiar_comm_t *comm)
+{
+    size_t max = (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
+    size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)comm->nshards + 1);
+
+    max = max ? max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    return max < fits ? max : fits;
+}
+
 static hiar_plan_t plan(const hiar_comm_t *comm, size_t bytes, int device)
 {
     hiar_plan_input_t in = {comm->size, comm->groups.ngroups, bytes,
                             (int)hiar_comm_param(comm, HIAR_P_ALGO),
-                            (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0, 0};
+                            (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0,
+                            device ? 0 : hier_oneshot_max(comm), 0};
 #ifdef HIAR_HAVE_CUDA
     /* Device buffers follow the device grouping (topology), host ones the host's. */
     if (device && comm->dev) {

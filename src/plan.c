@@ -4,7 +4,7 @@
 
 const char *hiar_plan_name(hiar_plan_t path)
 {
-    static const char *const names[] = {"oneshot", "twoshot", "hier", "mpi", "ipc-ll", "ipc-push", "ipc-twoshot"};
+    static const char *const names[] = {"oneshot", "twoshot", "hier", "hier-oneshot", "mpi", "ipc-ll", "ipc-push", "ipc-twoshot"};
     return names[path];
 }
 
@@ -30,7 +30,8 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     if (in->algo == HIAR_ALGO_MPI || (in->ngroups == in->nranks && in->nranks > 1))
         return HIAR_PLAN_MPI;
     if (in->ngroups > 1)
-        return HIAR_PLAN_HIER;
+        return in->algo == HIAR_ALGO_AUTO && in->bytes <= in->hier_oneshot_max ? HIAR_PLAN_HIER_ONESHOT
+                                                                                : HIAR_PLAN_HIER;
     if (in->ipc)
         return choose_ipc(in);
     switch (in->algo) {

@@ -8,6 +8,7 @@ typedef enum {
     HIAR_PLAN_ONESHOT, /* inside the one group: everyone reduces everything */
     HIAR_PLAN_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
     HIAR_PLAN_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
+    HIAR_PLAN_HIER_ONESHOT, /* small, host: one-shot in groups, every rank MPI between */
     HIAR_PLAN_MPI,     /* MPI_Allreduce over all ranks */
     HIAR_PLAN_IPC_LL,      /* device buffers, one group: LL one-shot kernel */
     HIAR_PLAN_IPC_PUSH,    /* device buffers, one group: push one-shot kernel */
@@ -28,6 +29,7 @@ typedef struct {
     int algo;           /* HIAR_ALGO */
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
     int ipc;            /* device buffers and the group has the IPC transport */
+    size_t hier_oneshot_max; /* host buffers over groups: largest one-shot hier message, 0 = none */
     size_t ipc_ll_max;  /* largest message the IPC one-shot kernel takes */
 } hiar_plan_input_t;
 
