@@ -18,54 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "hiar.h"
-
-static int world_rank, world_size;
-static int passed, failed;
-
-static void verdict(const char *name, int ok)
-{
-    int all_ok;
-
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all_ok) {
-        passed++;
-    } else {
-        failed++;
-        if (world_rank == 0)
-            printf("FAIL %s\n", name);
-    }
-    fflush(stdout);
-}
-
-/* Whether rc is `want` and the last error names `needle`; says why not. */
-static int expect(const char *what, hiar_result_t rc, hiar_result_t want, const char *needle)
-{
-    const char *msg = hiar_last_error();
-    int ok = rc == want;
-
-    if (ok && want != HIAR_SUCCESS)
-        ok = msg && msg[0] && (!needle || strcasestr(msg, needle));
-    if (!ok)
-        printf("[rank %d] %s: got %s, message \"%s\"; expected %s with a message naming \"%s\"\n",
-               world_rank, what, hiar_strerror(rc), msg ? msg : "(NULL)", hiar_strerror(want),
-               needle ? needle : "");
-    return ok;
-}
-
-static hiar_comm_t *create(const char *settings)
-{
-    hiar_config_t cfg = HIAR_CONFIG_INIT;
-    hiar_comm_t *comm = NULL;
-
-    cfg.settings = settings;
-    if (hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm) != HIAR_SUCCESS) {
-        printf("[rank %d] hiar_comm_create(\"%s\"): %s\n", world_rank, settings ? settings : "",
-               hiar_last_error());
-        return NULL;
-    }
-    return comm;
-}
 
 /* A correct int8 or float32 sum of rank + 1 over n elements at buf (any alignment the dtype allows). */
 static int sum_at(hiar_comm_t *comm, void *send, void *recv, size_t n, hiar_dtype_t dtype)
@@ -78,7 +32,8 @@ static int sum_at(hiar_comm_t *comm, void *send, void *recv, size_t n, hiar_dtyp
         else
             memcpy((char *)send + 4 * i, &(float){(float)(world_rank + 1)}, 4);
     }
-    if (!expect("a valid allreduce", hiar_allreduce(send, recv, n, dtype, HIAR_SUM, comm, NULL), HIAR_SUCCESS, NULL))
+    if (!harness_expect("a valid allreduce", hiar_allreduce(send, recv, n, dtype, HIAR_SUM, comm, NULL),
+                        HIAR_SUCCESS, NULL))
         return 0;
     for (size_t i = 0; i < n; i++) {
         float f;
@@ -99,17 +54,17 @@ static void test_overlap_edges(hiar_comm_t *comm)
     /* 16 elements each: touching ranges are fine, one shared element is not. */
     ok = sum_at(comm, buf, buf + 16, 16, HIAR_FLOAT32);
     ok &= sum_at(comm, buf + 16, buf, 16, HIAR_FLOAT32);
-    verdict("adjacent buffers (recvbuf right after sendbuf, and before it) are accepted", ok);
-    ok = expect("recvbuf = sendbuf + 15 of 16 elements",
-                hiar_allreduce(buf, buf + 15, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                "overlap");
-    ok &= expect("sendbuf = recvbuf + 15 of 16 elements",
-                 hiar_allreduce(buf + 15, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                 "overlap");
-    ok &= expect("int8: recvbuf's first byte is sendbuf's last",
-                 hiar_allreduce(buf, (char *)buf + 15, 16, HIAR_INT8, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                 "overlap");
-    verdict("buffers sharing one element (at either end) are rejected as overlapping", ok);
+    harness_verdict("adjacent buffers (recvbuf right after sendbuf, and before it) are accepted", ok);
+    ok = harness_expect("recvbuf = sendbuf + 15 of 16 elements",
+                        hiar_allreduce(buf, buf + 15, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "overlap");
+    ok &= harness_expect("sendbuf = recvbuf + 15 of 16 elements",
+                         hiar_allreduce(buf + 15, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "overlap");
+    ok &= harness_expect("int8: recvbuf's first byte is sendbuf's last",
+                         hiar_allreduce(buf, (char *)buf + 15, 16, HIAR_INT8, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "overlap");
+    harness_verdict("buffers sharing one element (at either end) are rejected as overlapping", ok);
 }
 
 static void test_alignment_edges(hiar_comm_t *comm)
@@ -117,19 +72,19 @@ static void test_alignment_edges(hiar_comm_t *comm)
     _Alignas(64) unsigned char raw[256] = {0};
     int ok;
 
-    ok = expect("float16 sendbuf at an odd address",
-                hiar_allreduce(raw + 1, raw + 128, 8, HIAR_FLOAT16, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                "align");
-    ok &= expect("bfloat16 recvbuf at an odd address",
-                 hiar_allreduce(raw, raw + 129, 8, HIAR_BFLOAT16, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                 "recvbuf");
-    ok &= expect("float64 in place 4 bytes off",
-                 hiar_allreduce(raw + 4, raw + 4, 8, HIAR_FLOAT64, HIAR_SUM, comm, NULL), HIAR_INVALID_ARGUMENT,
-                 "align");
-    verdict("misaligned 2- and 8-byte elements (also in place) are rejected", ok);
+    ok = harness_expect("float16 sendbuf at an odd address",
+                        hiar_allreduce(raw + 1, raw + 128, 8, HIAR_FLOAT16, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "align");
+    ok &= harness_expect("bfloat16 recvbuf at an odd address",
+                         hiar_allreduce(raw, raw + 129, 8, HIAR_BFLOAT16, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "recvbuf");
+    ok &= harness_expect("float64 in place 4 bytes off",
+                         hiar_allreduce(raw + 4, raw + 4, 8, HIAR_FLOAT64, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "align");
+    harness_verdict("misaligned 2- and 8-byte elements (also in place) are rejected", ok);
     ok = sum_at(comm, raw + 1, raw + 131, 33, HIAR_INT8);
     ok &= sum_at(comm, raw + 3, raw + 3, 17, HIAR_INT8);
-    verdict("int8 at odd addresses is aligned and reduces correctly", ok);
+    harness_verdict("int8 at odd addresses is aligned and reduces correctly", ok);
 }
 
 static void test_count_edges(hiar_comm_t *comm)
@@ -137,26 +92,30 @@ static void test_count_edges(hiar_comm_t *comm)
     float buf[4] = {0};
     int ok;
 
-    ok = expect("count PTRDIFF_MAX / 4 + 1 of float32",
-                hiar_allreduce(buf, buf, (size_t)PTRDIFF_MAX / 4 + 1, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "overflow");
-    ok &= expect("count PTRDIFF_MAX / 2 + 1 of float16",
-                 hiar_allreduce(buf, buf, (size_t)PTRDIFF_MAX / 2 + 1, HIAR_FLOAT16, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "count");
-    verdict("the first count whose bytes overflow the address space is rejected", ok);
-    ok = expect("op 99 with count 0", hiar_allreduce(NULL, NULL, 0, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "op 99");
-    ok &= expect("op -1", hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, (hiar_op_t)-1, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "op");
-    ok &= expect("dtype HIAR_DTYPE_COUNT", hiar_allreduce(buf, buf, 4, HIAR_DTYPE_COUNT, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "dtype");
-    verdict("unknown op (also with count 0) and the first unknown dtype are rejected", ok);
+    ok = harness_expect(
+        "count PTRDIFF_MAX / 4 + 1 of float32",
+        hiar_allreduce(buf, buf, (size_t)PTRDIFF_MAX / 4 + 1, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+        HIAR_INVALID_ARGUMENT, "overflow");
+    ok &= harness_expect(
+        "count PTRDIFF_MAX / 2 + 1 of float16",
+        hiar_allreduce(buf, buf, (size_t)PTRDIFF_MAX / 2 + 1, HIAR_FLOAT16, HIAR_SUM, comm, NULL),
+        HIAR_INVALID_ARGUMENT, "count");
+    harness_verdict("the first count whose bytes overflow the address space is rejected", ok);
+    ok = harness_expect("op 99 with count 0",
+                        hiar_allreduce(NULL, NULL, 0, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "op 99");
+    ok &= harness_expect("op -1", hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, (hiar_op_t)-1, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "op");
+    ok &= harness_expect("dtype HIAR_DTYPE_COUNT",
+                         hiar_allreduce(buf, buf, 4, HIAR_DTYPE_COUNT, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "dtype");
+    harness_verdict("unknown op (also with count 0) and the first unknown dtype are rejected", ok);
 }
 
 /* Read-only calls on a destroyed comm fail too (test_errors covers allreduce, destroy, abort). */
 static void test_destroyed_readers(void)
 {
-    hiar_comm_t *comm = create(NULL);
+    hiar_comm_t *comm = harness_create(NULL);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
@@ -164,17 +123,18 @@ static void test_destroyed_readers(void)
 
     if (comm) {
         ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
-        ok &= expect("hiar_comm_rank on a destroyed comm", hiar_comm_rank(comm, &rank), HIAR_INVALID_USAGE,
-                     "destroyed");
-        ok &= expect("hiar_comm_size on a destroyed comm", hiar_comm_size(comm, &size), HIAR_INVALID_USAGE,
-                     "destroyed");
-        ok &= expect("hiar_comm_describe on a destroyed comm", hiar_comm_describe(comm, f), HIAR_INVALID_USAGE,
-                     "destroyed");
+        ok &= harness_expect("hiar_comm_rank on a destroyed comm", hiar_comm_rank(comm, &rank),
+                             HIAR_INVALID_USAGE, "destroyed");
+        ok &= harness_expect("hiar_comm_size on a destroyed comm", hiar_comm_size(comm, &size),
+                             HIAR_INVALID_USAGE, "destroyed");
+        ok &= harness_expect("hiar_comm_describe on a destroyed comm", hiar_comm_describe(comm, f),
+                             HIAR_INVALID_USAGE, "destroyed");
         ok &= rank == -7 && size == -7;
     }
     fclose(f);
     free(text);
-    verdict("hiar_comm_rank/size/describe on a destroyed comm: HIAR_INVALID_USAGE, outputs untouched", ok);
+    harness_verdict("hiar_comm_rank/size/describe on a destroyed comm: HIAR_INVALID_USAGE, outputs untouched",
+                    ok);
 }
 
 /*
@@ -184,60 +144,54 @@ static void test_destroyed_readers(void)
  */
 static void test_check_global_local_failure(void)
 {
-    hiar_comm_t *comm = create("HIAR_CHECK=global;HIAR_TIMEOUT_MS=20000");
+    hiar_comm_t *comm = harness_create("HIAR_CHECK=global;HIAR_TIMEOUT_MS=20000");
     float buf[32] = {0};
     int ok = comm != NULL;
 
     if (comm) {
-        ok &= expect("NULL recvbuf on rank 1 only",
-                     hiar_allreduce(buf, world_rank == 1 ? NULL : buf, 32, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                     HIAR_INVALID_ARGUMENT, world_rank == 1 ? "recvbuf" : "rank 1");
+        ok &= harness_expect(
+            "NULL recvbuf on rank 1 only",
+            hiar_allreduce(buf, world_rank == 1 ? NULL : buf, 32, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+            HIAR_INVALID_ARGUMENT, world_rank == 1 ? "recvbuf" : "rank 1");
     }
-    verdict("HIAR_CHECK=global: a NULL buffer on one rank fails every rank, naming it", ok);
+    harness_verdict("HIAR_CHECK=global: a NULL buffer on one rank fails every rank, naming it", ok);
     if (comm) {
-        ok = expect("dtype 99 on rank 1 only",
-                    hiar_allreduce(buf, buf, 32, world_rank == 1 ? (hiar_dtype_t)99 : HIAR_FLOAT32, HIAR_SUM, comm,
-                                   NULL),
-                    HIAR_INVALID_ARGUMENT, world_rank == 1 ? "dtype 99" : "rank 1");
-        ok &= expect("op 99 on every rank",
-                     hiar_allreduce(buf, buf, 32, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL), HIAR_INVALID_ARGUMENT,
-                     "op 99");
+        ok = harness_expect("dtype 99 on rank 1 only",
+                            hiar_allreduce(buf, buf, 32, world_rank == 1 ? (hiar_dtype_t)99 : HIAR_FLOAT32,
+                                           HIAR_SUM, comm, NULL),
+                            HIAR_INVALID_ARGUMENT, world_rank == 1 ? "dtype 99" : "rank 1");
+        ok &= harness_expect("op 99 on every rank",
+                             hiar_allreduce(buf, buf, 32, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL),
+                             HIAR_INVALID_ARGUMENT, "op 99");
     }
-    verdict("HIAR_CHECK=global: an unknown dtype on one rank or op on all fails every rank, naming it", ok);
+    harness_verdict(
+        "HIAR_CHECK=global: an unknown dtype on one rank or op on all fails every rank, naming it", ok);
     if (comm) {
         ok = sum_at(comm, buf, buf, 32, HIAR_FLOAT32);
         ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
     }
-    verdict("HIAR_CHECK=global: the comm still works after those failures", ok);
+    harness_verdict("HIAR_CHECK=global: the comm still works after those failures", ok);
 }
 
 int main(int argc, char **argv)
 {
     hiar_comm_t *comm;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size < 2) {
-        if (world_rank == 0)
-            printf("SKIP: test_badinput needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    comm = create(NULL);
-    verdict("hiar_comm_create", comm != NULL);
+    if (!harness_init(&argc, &argv, "test_badinput", 2))
+        return HARNESS_SKIP;
+    comm = harness_create(NULL);
+    harness_verdict("hiar_comm_create", comm != NULL);
     if (comm) {
         _Alignas(64) float buf[64] = {0};
         test_overlap_edges(comm);
         test_alignment_edges(comm);
         test_count_edges(comm);
-        verdict("after the invalid calls the comm still reduces correctly", sum_at(comm, buf, buf, 64, HIAR_FLOAT32));
-        verdict("hiar_comm_destroy", hiar_comm_destroy(comm) == HIAR_SUCCESS);
+        harness_verdict("after the invalid calls the comm still reduces correctly",
+                        sum_at(comm, buf, buf, 64, HIAR_FLOAT32));
+        harness_verdict("hiar_comm_destroy", hiar_comm_destroy(comm) == HIAR_SUCCESS);
     }
     test_destroyed_readers();
     test_check_global_local_failure();
     MPI_Finalize();
-    if (world_rank == 0)
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-    return failed || !passed ? 1 : 0;
+    return harness_summary();
 }

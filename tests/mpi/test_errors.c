@@ -6,8 +6,8 @@
  * ends with "np=4: 49 passed, 0 failed"; exit 0 only when all passed.
  * The stalled-peer tests use HIAR_TIMEOUT_MS=300 and allow 1.3 s.
  *
- * A test passes only if it passed on every rank: each one ends with verdict(),
- * which every rank calls in the same order.
+ * A test passes only if it passed on every rank: each one ends with
+ * harness_verdict(), which every rank calls in the same order (harness.h).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -17,61 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "hiar.h"
 
 /* The stalled-peer test: a short HIAR_TIMEOUT_MS, and how late the error may come. */
 #define TIMEOUT_MS 300
 #define TIMEOUT_LATEST_S 1.3
-
-static int world_rank, world_size;
-static int passed, failed;
-
-/* Records one test; all ranks call it in the same order. */
-static void verdict(const char *name, int ok)
-{
-    int all_ok;
-
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all_ok) {
-        passed++;
-    } else {
-        failed++;
-        if (world_rank == 0)
-            printf("FAIL %s\n", name);
-    }
-    fflush(stdout);
-}
-
-/* Whether rc is `want` and the last error names `needle` (case-insensitive); says why not. */
-static int expect(const char *what, hiar_result_t rc, hiar_result_t want, const char *needle)
-{
-    const char *msg = hiar_last_error();
-    int ok = rc == want;
-
-    if (ok && want != HIAR_SUCCESS)
-        ok = msg && msg[0] && (!needle || strcasestr(msg, needle));
-    if (!ok)
-        printf("[rank %d] %s: got %s, message \"%s\"; expected %s with a message naming \"%s\"\n",
-               world_rank, what, hiar_strerror(rc), msg ? msg : "(NULL)", hiar_strerror(want),
-               needle ? needle : "");
-    return ok;
-}
-
-static hiar_comm_t *create(const char *settings)
-{
-    hiar_config_t cfg = HIAR_CONFIG_INIT;
-    hiar_comm_t *comm = NULL;
-    hiar_result_t rc;
-
-    cfg.settings = settings;
-    rc = hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm);
-    if (rc != HIAR_SUCCESS) {
-        printf("[rank %d] hiar_comm_create(\"%s\") returned %s: %s\n", world_rank,
-               settings ? settings : "", hiar_strerror(rc), hiar_last_error());
-        return NULL;
-    }
-    return comm;
-}
 
 /* A correct sum over all ranks on comm; 1 when every rank got n(n+1)/2. */
 static int sum_works(hiar_comm_t *comm)
@@ -103,7 +54,7 @@ static int create_fails(const char *what, const hiar_config_t *cfg, hiar_result_
 {
     hiar_comm_t *sentinel = (hiar_comm_t *)&world_rank, *comm = sentinel;
     hiar_result_t rc = hiar_comm_create(MPI_COMM_WORLD, cfg, &comm);
-    int ok = expect(what, rc, want, needle);
+    int ok = harness_expect(what, rc, want, needle);
 
     if (comm != sentinel) {
         printf("[rank %d] %s: the failed hiar_comm_create wrote *out\n", world_rank, what);
@@ -124,7 +75,7 @@ static void test_api_basics(void)
     ok = ok && hiar_dtype_size((hiar_dtype_t)99) == 0 && hiar_dtype_name((hiar_dtype_t)99) == NULL;
     ok = ok && hiar_op_name((hiar_op_t)99) == NULL && hiar_dtype_size(HIAR_BF16) == 2;
     ok = ok && hiar_comm_destroy(NULL) == HIAR_SUCCESS && hiar_comm_abort(NULL) == HIAR_SUCCESS;
-    verdict("version, strerror, dtype names; destroy(NULL) and abort(NULL) succeed", ok);
+    harness_verdict("version, strerror, dtype names; destroy(NULL) and abort(NULL) succeed", ok);
 }
 
 static void test_bad_buffers(hiar_comm_t *comm)
@@ -133,28 +84,28 @@ static void test_bad_buffers(hiar_comm_t *comm)
     float *buf = (float *)raw;
     int ok;
 
-    ok = expect("NULL sendbuf", hiar_allreduce(NULL, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "sendbuf");
-    verdict("NULL sendbuf with count > 0", ok);
-    ok = expect("NULL recvbuf", hiar_allreduce(buf, NULL, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "recvbuf");
-    verdict("NULL recvbuf with count > 0", ok);
+    ok = harness_expect("NULL sendbuf", hiar_allreduce(NULL, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "sendbuf");
+    harness_verdict("NULL sendbuf with count > 0", ok);
+    ok = harness_expect("NULL recvbuf", hiar_allreduce(buf, NULL, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "recvbuf");
+    harness_verdict("NULL recvbuf with count > 0", ok);
 
-    ok = expect("float32 sendbuf at an odd address",
-                hiar_allreduce(raw + 1, raw + 128, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "align");
-    ok &= expect("int64 recvbuf 4 bytes off",
-                 hiar_allreduce(raw, raw + 132, 8, HIAR_INT64, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "recvbuf");
-    verdict("misaligned sendbuf / recvbuf", ok);
+    ok = harness_expect("float32 sendbuf at an odd address",
+                        hiar_allreduce(raw + 1, raw + 128, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "align");
+    ok &= harness_expect("int64 recvbuf 4 bytes off",
+                         hiar_allreduce(raw, raw + 132, 8, HIAR_INT64, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "recvbuf");
+    harness_verdict("misaligned sendbuf / recvbuf", ok);
 
-    ok = expect("recvbuf = sendbuf + 1 element",
-                hiar_allreduce(buf, buf + 1, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "overlap");
-    ok &= expect("sendbuf = recvbuf + 8 elements",
-                 hiar_allreduce(buf + 8, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "overlap");
-    verdict("partially overlapping buffers", ok);
+    ok = harness_expect("recvbuf = sendbuf + 1 element",
+                        hiar_allreduce(buf, buf + 1, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "overlap");
+    ok &= harness_expect("sendbuf = recvbuf + 8 elements",
+                         hiar_allreduce(buf + 8, buf, 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "overlap");
+    harness_verdict("partially overlapping buffers", ok);
 }
 
 static void test_bad_types(hiar_comm_t *comm)
@@ -162,30 +113,31 @@ static void test_bad_types(hiar_comm_t *comm)
     float buf[16] = {0};
     int ok;
 
-    ok = expect("dtype 99", hiar_allreduce(buf, buf, 4, (hiar_dtype_t)99, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "dtype 99");
-    ok &= expect("dtype -1", hiar_allreduce(buf, buf, 4, (hiar_dtype_t)-1, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "dtype");
-    ok &= expect("dtype 99, count 0", hiar_allreduce(buf, buf, 0, (hiar_dtype_t)99, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "dtype 99");
-    verdict("unknown dtype (also with count 0)", ok);
-    ok = expect("op 99", hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "op 99");
-    ok &= expect("op HIAR_OP_COUNT",
-                 hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_OP_COUNT, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "op");
-    verdict("unknown op", ok);
+    ok = harness_expect("dtype 99", hiar_allreduce(buf, buf, 4, (hiar_dtype_t)99, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "dtype 99");
+    ok &= harness_expect("dtype -1", hiar_allreduce(buf, buf, 4, (hiar_dtype_t)-1, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "dtype");
+    ok &= harness_expect("dtype 99, count 0",
+                         hiar_allreduce(buf, buf, 0, (hiar_dtype_t)99, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "dtype 99");
+    harness_verdict("unknown dtype (also with count 0)", ok);
+    ok = harness_expect("op 99", hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, (hiar_op_t)99, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "op 99");
+    ok &= harness_expect("op HIAR_OP_COUNT",
+                         hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_OP_COUNT, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "op");
+    harness_verdict("unknown op", ok);
 
-    ok = expect("count SIZE_MAX/2 of float32",
-                hiar_allreduce(buf, buf, SIZE_MAX / 2, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "count");
-    ok &= expect("count SIZE_MAX/2 of int64",
-                 hiar_allreduce(buf, buf, SIZE_MAX / 2, HIAR_INT64, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "overflow");
-    ok &= expect("count SIZE_MAX of uint8",
-                 hiar_allreduce(buf, buf, SIZE_MAX, HIAR_UINT8, HIAR_SUM, comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "overflow");
-    verdict("count overflows the address space", ok);
+    ok = harness_expect("count SIZE_MAX/2 of float32",
+                        hiar_allreduce(buf, buf, SIZE_MAX / 2, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, "count");
+    ok &= harness_expect("count SIZE_MAX/2 of int64",
+                         hiar_allreduce(buf, buf, SIZE_MAX / 2, HIAR_INT64, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "overflow");
+    ok &= harness_expect("count SIZE_MAX of uint8",
+                         hiar_allreduce(buf, buf, SIZE_MAX, HIAR_UINT8, HIAR_SUM, comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "overflow");
+    harness_verdict("count overflows the address space", ok);
 }
 
 static void test_null_comm(void)
@@ -193,17 +145,18 @@ static void test_null_comm(void)
     float buf[4] = {0};
     int r = -7, s = -7, ok;
 
-    ok = expect("allreduce on a NULL comm", hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, NULL, NULL),
-                HIAR_INVALID_ARGUMENT, "comm");
-    ok &= expect("hiar_comm_rank(NULL)", hiar_comm_rank(NULL, &r), HIAR_INVALID_ARGUMENT, "comm");
-    ok &= expect("hiar_comm_size(NULL)", hiar_comm_size(NULL, &s), HIAR_INVALID_ARGUMENT, "comm");
+    ok = harness_expect("allreduce on a NULL comm",
+                        hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, NULL, NULL),
+                        HIAR_INVALID_ARGUMENT, "comm");
+    ok &= harness_expect("hiar_comm_rank(NULL)", hiar_comm_rank(NULL, &r), HIAR_INVALID_ARGUMENT, "comm");
+    ok &= harness_expect("hiar_comm_size(NULL)", hiar_comm_size(NULL, &s), HIAR_INVALID_ARGUMENT, "comm");
     if (r != -7 || s != -7) {
         printf("[rank %d] a failed hiar_comm_rank/size wrote its output\n", world_rank);
         ok = 0;
     }
-    ok &= expect("hiar_comm_describe(NULL)", hiar_comm_describe(NULL, stdout), HIAR_INVALID_ARGUMENT,
-                 "comm");
-    verdict("NULL comm", ok);
+    ok &= harness_expect("hiar_comm_describe(NULL)", hiar_comm_describe(NULL, stdout), HIAR_INVALID_ARGUMENT,
+                         "comm");
+    harness_verdict("NULL comm", ok);
 }
 
 static void test_async_error(hiar_comm_t *comm)
@@ -211,22 +164,23 @@ static void test_async_error(hiar_comm_t *comm)
     hiar_result_t async = HIAR_INTERNAL_ERROR;
     int ok;
 
-    ok = expect("hiar_comm_get_async_error", hiar_comm_get_async_error(comm, &async), HIAR_SUCCESS, NULL);
+    ok = harness_expect("hiar_comm_get_async_error", hiar_comm_get_async_error(comm, &async), HIAR_SUCCESS,
+                        NULL);
     if (async != HIAR_SUCCESS) {
         printf("[rank %d] hiar_comm_get_async_error gives %s on a healthy comm\n", world_rank,
                hiar_strerror(async));
         ok = 0;
     }
-    ok &= expect("hiar_comm_get_async_error(comm, NULL)", hiar_comm_get_async_error(comm, NULL),
-                 HIAR_INVALID_ARGUMENT, "error");
+    ok &= harness_expect("hiar_comm_get_async_error(comm, NULL)", hiar_comm_get_async_error(comm, NULL),
+                         HIAR_INVALID_ARGUMENT, "error");
     async = HIAR_INTERNAL_ERROR;
-    ok &= expect("hiar_comm_get_async_error(NULL, &e)", hiar_comm_get_async_error(NULL, &async),
-                 HIAR_INVALID_ARGUMENT, "comm");
+    ok &= harness_expect("hiar_comm_get_async_error(NULL, &e)", hiar_comm_get_async_error(NULL, &async),
+                         HIAR_INVALID_ARGUMENT, "comm");
     if (async != HIAR_INTERNAL_ERROR) {
         printf("[rank %d] a failed hiar_comm_get_async_error wrote its output\n", world_rank);
         ok = 0;
     }
-    verdict("hiar_comm_get_async_error: HIAR_SUCCESS on a healthy comm, NULL arguments rejected", ok);
+    harness_verdict("hiar_comm_get_async_error: HIAR_SUCCESS on a healthy comm, NULL arguments rejected", ok);
 }
 
 static void test_count_zero(hiar_comm_t *comm)
@@ -234,12 +188,12 @@ static void test_count_zero(hiar_comm_t *comm)
     float buf[4] = {1, 2, 3, 4};
     int ok;
 
-    ok = expect("count 0, NULL buffers", hiar_allreduce(NULL, NULL, 0, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_SUCCESS, NULL);
-    ok &= expect("count 0", hiar_allreduce(buf, buf + 2, 0, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                 HIAR_SUCCESS, NULL);
+    ok = harness_expect("count 0, NULL buffers",
+                        hiar_allreduce(NULL, NULL, 0, HIAR_FLOAT32, HIAR_SUM, comm, NULL), HIAR_SUCCESS, NULL);
+    ok &= harness_expect("count 0", hiar_allreduce(buf, buf + 2, 0, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                         HIAR_SUCCESS, NULL);
     ok &= buf[0] == 1 && buf[1] == 2 && buf[2] == 3 && buf[3] == 4;
-    verdict("count 0 is a no-op that succeeds", ok);
+    harness_verdict("count 0 is a no-op that succeeds", ok);
 }
 
 static void test_create_args(void)
@@ -249,17 +203,18 @@ static void test_create_args(void)
     int ok;
 
     cfg.size = sizeof(cfg) - 1;
-    verdict("hiar_comm_create with a wrong cfg->size",
-            create_fails("cfg->size - 1", &cfg, HIAR_INVALID_ARGUMENT, "cfg->size"));
+    harness_verdict("hiar_comm_create with a wrong cfg->size",
+                    create_fails("cfg->size - 1", &cfg, HIAR_INVALID_ARGUMENT, "cfg->size"));
     cfg.size = 0;
-    verdict("hiar_comm_create with cfg->size 0",
-            create_fails("cfg->size 0", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_CONFIG_INIT"));
-    ok = expect("out NULL", hiar_comm_create(MPI_COMM_WORLD, NULL, NULL), HIAR_INVALID_ARGUMENT, "out");
+    harness_verdict("hiar_comm_create with cfg->size 0",
+                    create_fails("cfg->size 0", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_CONFIG_INIT"));
+    ok = harness_expect("out NULL", hiar_comm_create(MPI_COMM_WORLD, NULL, NULL), HIAR_INVALID_ARGUMENT,
+                        "out");
     comm = (hiar_comm_t *)&world_rank;
-    ok &= expect("MPI_COMM_NULL", hiar_comm_create(MPI_COMM_NULL, NULL, &comm), HIAR_INVALID_ARGUMENT,
-                 "MPI_COMM_NULL");
+    ok &= harness_expect("MPI_COMM_NULL", hiar_comm_create(MPI_COMM_NULL, NULL, &comm), HIAR_INVALID_ARGUMENT,
+                         "MPI_COMM_NULL");
     ok &= comm == (hiar_comm_t *)&world_rank;
-    verdict("hiar_comm_create with out NULL / MPI_COMM_NULL", ok);
+    harness_verdict("hiar_comm_create with out NULL / MPI_COMM_NULL", ok);
 }
 
 static void test_create_settings(void)
@@ -281,7 +236,7 @@ static void test_create_settings(void)
         cfg.settings = bad[i].settings;
         snprintf(name, sizeof(name), "settings \"%s\" fail with a message naming %s", bad[i].settings,
                  bad[i].needle);
-        verdict(name, create_fails(bad[i].settings, &cfg, HIAR_INVALID_ARGUMENT, bad[i].needle));
+        harness_verdict(name, create_fails(bad[i].settings, &cfg, HIAR_INVALID_ARGUMENT, bad[i].needle));
     }
 }
 
@@ -291,16 +246,16 @@ static void test_create_groups(void)
     char settings[64];
 
     cfg.settings = "HIAR_GROUPS=0,0";
-    verdict("HIAR_GROUPS naming rank 0 twice fails on every rank",
-            create_fails(cfg.settings, &cfg, HIAR_INVALID_ARGUMENT, "HIAR_GROUPS"));
+    harness_verdict("HIAR_GROUPS naming rank 0 twice fails on every rank",
+                    create_fails(cfg.settings, &cfg, HIAR_INVALID_ARGUMENT, "HIAR_GROUPS"));
     cfg.settings = "HIAR_GROUPS=0";
-    verdict("HIAR_GROUPS leaving out ranks fails on every rank",
-            create_fails(cfg.settings, &cfg, HIAR_INVALID_ARGUMENT, "rank 1"));
+    harness_verdict("HIAR_GROUPS leaving out ranks fails on every rank",
+                    create_fails(cfg.settings, &cfg, HIAR_INVALID_ARGUMENT, "rank 1"));
     snprintf(settings, sizeof(settings), "HIAR_GROUPS=0-%d", world_size);
     cfg.settings = settings;
     snprintf(settings + 32, 32, "rank %d", world_size);
-    verdict("HIAR_GROUPS naming a rank past the end fails on every rank",
-            create_fails("HIAR_GROUPS=0-<size>", &cfg, HIAR_INVALID_ARGUMENT, settings + 32));
+    harness_verdict("HIAR_GROUPS naming a rank past the end fails on every rank",
+                    create_fails("HIAR_GROUPS=0-<size>", &cfg, HIAR_INVALID_ARGUMENT, settings + 32));
 }
 
 /* A bad setting on one rank only: every rank must fail, not hang in the collective setup. */
@@ -309,12 +264,12 @@ static void test_create_one_rank_differs(void)
     hiar_config_t cfg = HIAR_CONFIG_INIT;
 
     cfg.settings = world_rank == 1 ? "HIAR_ALGO=bogus" : NULL;
-    verdict("an invalid setting on rank 1 only fails on every rank",
-            create_fails("HIAR_ALGO=bogus on rank 1", &cfg, HIAR_INVALID_ARGUMENT,
-                         world_rank == 1 ? "HIAR_ALGO" : NULL));
+    harness_verdict("an invalid setting on rank 1 only fails on every rank",
+                    create_fails("HIAR_ALGO=bogus on rank 1", &cfg, HIAR_INVALID_ARGUMENT,
+                                 world_rank == 1 ? "HIAR_ALGO" : NULL));
     cfg.settings = world_rank == 1 ? "HIAR_ALGO=mpi" : NULL;
-    verdict("HIAR_ALGO differing across ranks fails on every rank",
-            create_fails("HIAR_ALGO=mpi on rank 1", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_ALGO"));
+    harness_verdict("HIAR_ALGO differing across ranks fails on every rank",
+                    create_fails("HIAR_ALGO=mpi on rank 1", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_ALGO"));
 }
 
 /* The MPI communicator is duplicated: the caller may free its own right away. */
@@ -325,7 +280,8 @@ static void test_caller_frees_mpi_comm(void)
     int ok;
 
     MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &mine);
-    ok = expect("hiar_comm_create on a split comm", hiar_comm_create(mine, NULL, &comm), HIAR_SUCCESS, NULL);
+    ok = harness_expect("hiar_comm_create on a split comm", hiar_comm_create(mine, NULL, &comm), HIAR_SUCCESS,
+                        NULL);
     MPI_Comm_free(&mine);
     if (comm) {
         int rank = -1;
@@ -333,84 +289,85 @@ static void test_caller_frees_mpi_comm(void)
         ok &= sum_works(comm);
         ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
     }
-    verdict("the caller may free its MPI communicator after hiar_comm_create", ok);
+    harness_verdict("the caller may free its MPI communicator after hiar_comm_create", ok);
 }
 
 static void test_destroyed_comm(void)
 {
-    hiar_comm_t *comm = create(NULL);
+    hiar_comm_t *comm = harness_create(NULL);
     float buf[4] = {0};
     int ok = comm != NULL;
 
     if (comm) {
-        ok &= expect("destroy", hiar_comm_destroy(comm), HIAR_SUCCESS, NULL);
-        ok &= expect("allreduce on a destroyed comm",
-                     hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                     HIAR_INVALID_USAGE, "destroyed");
-        ok &= expect("destroy twice", hiar_comm_destroy(comm), HIAR_INVALID_USAGE, "destroyed");
-        ok &= expect("abort after destroy", hiar_comm_abort(comm), HIAR_INVALID_USAGE, "destroyed");
+        ok &= harness_expect("destroy", hiar_comm_destroy(comm), HIAR_SUCCESS, NULL);
+        ok &= harness_expect("allreduce on a destroyed comm",
+                             hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                             HIAR_INVALID_USAGE, "destroyed");
+        ok &= harness_expect("destroy twice", hiar_comm_destroy(comm), HIAR_INVALID_USAGE, "destroyed");
+        ok &= harness_expect("abort after destroy", hiar_comm_abort(comm), HIAR_INVALID_USAGE, "destroyed");
         {
             hiar_result_t async;
-            ok &= expect("hiar_comm_get_async_error on a destroyed comm",
-                         hiar_comm_get_async_error(comm, &async), HIAR_INVALID_USAGE, "destroyed");
+            ok &= harness_expect("hiar_comm_get_async_error on a destroyed comm",
+                                 hiar_comm_get_async_error(comm, &async), HIAR_INVALID_USAGE, "destroyed");
         }
     }
-    verdict("a destroyed comm gives HIAR_INVALID_USAGE", ok);
+    harness_verdict("a destroyed comm gives HIAR_INVALID_USAGE", ok);
 }
 
 static void test_aborted_comm(void)
 {
-    hiar_comm_t *comm = create(NULL);
+    hiar_comm_t *comm = harness_create(NULL);
     float buf[4] = {0};
     int ok = comm != NULL;
 
     if (comm) {
-        ok &= expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
-        ok &= expect("allreduce on an aborted comm",
-                     hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                     HIAR_INVALID_USAGE, "aborted");
+        ok &= harness_expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
+        ok &= harness_expect("allreduce on an aborted comm",
+                             hiar_allreduce(buf, buf, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                             HIAR_INVALID_USAGE, "aborted");
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    verdict("an aborted comm gives HIAR_INVALID_USAGE", ok);
+    harness_verdict("an aborted comm gives HIAR_INVALID_USAGE", ok);
 }
 
 /* HIAR_CHECK=global: a rank that disagrees is named on every rank, and the comm stays usable. */
 static void test_check_global(void)
 {
-    hiar_comm_t *comm = create("HIAR_CHECK=global");
+    hiar_comm_t *comm = harness_create("HIAR_CHECK=global");
     float buf[32] = {0};
     int ok;
 
     if (!comm) {
-        verdict("HIAR_CHECK=global names the rank whose count differs", 0);
-        verdict("HIAR_CHECK=global names the rank whose dtype differs", 0);
-        verdict("HIAR_CHECK=global names the rank whose op differs", 0);
-        verdict("HIAR_CHECK=global: the comm works after a mismatch", 0);
+        harness_verdict("HIAR_CHECK=global names the rank whose count differs", 0);
+        harness_verdict("HIAR_CHECK=global names the rank whose dtype differs", 0);
+        harness_verdict("HIAR_CHECK=global names the rank whose op differs", 0);
+        harness_verdict("HIAR_CHECK=global: the comm works after a mismatch", 0);
         return;
     }
-    ok = expect("count 17 on rank 1, 16 elsewhere",
-                hiar_allreduce(buf, buf, world_rank == 1 ? 17 : 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, "rank 1");
-    verdict("HIAR_CHECK=global names the rank whose count differs", ok);
-    ok = expect("int32 on rank 1, float32 elsewhere",
-                hiar_allreduce(buf, buf, 16, world_rank == 1 ? HIAR_INT32 : HIAR_FLOAT32, HIAR_SUM, comm,
-                               NULL),
-                HIAR_INVALID_ARGUMENT, "rank 1");
-    verdict("HIAR_CHECK=global names the rank whose dtype differs", ok);
-    ok = expect("max on the last rank, sum elsewhere",
-                hiar_allreduce(buf, buf, 16, HIAR_FLOAT32,
-                               world_rank == world_size - 1 ? HIAR_MAX : HIAR_SUM, comm, NULL),
-                HIAR_INVALID_ARGUMENT, world_size == 2 ? "rank 1" : "rank 3");
-    verdict("HIAR_CHECK=global names the rank whose op differs", ok);
+    ok = harness_expect(
+        "count 17 on rank 1, 16 elsewhere",
+        hiar_allreduce(buf, buf, world_rank == 1 ? 17 : 16, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+        HIAR_INVALID_ARGUMENT, "rank 1");
+    harness_verdict("HIAR_CHECK=global names the rank whose count differs", ok);
+    ok = harness_expect(
+        "int32 on rank 1, float32 elsewhere",
+        hiar_allreduce(buf, buf, 16, world_rank == 1 ? HIAR_INT32 : HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+        HIAR_INVALID_ARGUMENT, "rank 1");
+    harness_verdict("HIAR_CHECK=global names the rank whose dtype differs", ok);
+    ok = harness_expect("max on the last rank, sum elsewhere",
+                        hiar_allreduce(buf, buf, 16, HIAR_FLOAT32,
+                                       world_rank == world_size - 1 ? HIAR_MAX : HIAR_SUM, comm, NULL),
+                        HIAR_INVALID_ARGUMENT, world_size == 2 ? "rank 1" : "rank 3");
+    harness_verdict("HIAR_CHECK=global names the rank whose op differs", ok);
     ok = sum_works(comm);
-    ok &= expect("destroy", hiar_comm_destroy(comm), HIAR_SUCCESS, NULL);
-    verdict("HIAR_CHECK=global: the comm works after a mismatch", ok);
+    ok &= harness_expect("destroy", hiar_comm_destroy(comm), HIAR_SUCCESS, NULL);
+    harness_verdict("HIAR_CHECK=global: the comm works after a mismatch", ok);
 }
 
 /* Invalid arguments have no effect: the comm still reduces correctly. */
 static void test_still_usable(hiar_comm_t *comm)
 {
-    verdict("after the invalid calls the comm still reduces correctly", sum_works(comm));
+    harness_verdict("after the invalid calls the comm still reduces correctly", sum_works(comm));
 }
 
 /* Text hiar_comm_describe writes for comm. */
@@ -438,7 +395,7 @@ static int algo_described(const char *env_algo, const char *settings, const char
 
     if (env_algo)
         setenv("HIAR_ALGO", env_algo, 1);
-    comm = create(settings);
+    comm = harness_create(settings);
     unsetenv("HIAR_ALGO");
     if (!comm)
         return 0;
@@ -456,14 +413,14 @@ static int algo_described(const char *env_algo, const char *settings, const char
 
 static void test_config_precedence(void)
 {
-    verdict("settings HIAR_ALGO=mpi shows in hiar_comm_describe",
-            algo_described(NULL, "HIAR_ALGO=mpi", "HIAR_ALGO=mpi", NULL));
-    verdict("environment HIAR_ALGO=twoshot shows in hiar_comm_describe",
-            algo_described("twoshot", NULL, "HIAR_ALGO=twoshot", NULL));
-    verdict("settings win over the environment",
-            algo_described("twoshot", "HIAR_ALGO=mpi", "HIAR_ALGO=mpi", "HIAR_ALGO=twoshot"));
-    verdict("HIAR_ALGO unset: no forced path in hiar_comm_describe",
-            algo_described(NULL, NULL, "ranks", "HIAR_ALGO="));
+    harness_verdict("settings HIAR_ALGO=mpi shows in hiar_comm_describe",
+                    algo_described(NULL, "HIAR_ALGO=mpi", "HIAR_ALGO=mpi", NULL));
+    harness_verdict("environment HIAR_ALGO=twoshot shows in hiar_comm_describe",
+                    algo_described("twoshot", NULL, "HIAR_ALGO=twoshot", NULL));
+    harness_verdict("settings win over the environment",
+                    algo_described("twoshot", "HIAR_ALGO=mpi", "HIAR_ALGO=mpi", "HIAR_ALGO=twoshot"));
+    harness_verdict("HIAR_ALGO unset: no forced path in hiar_comm_describe",
+                    algo_described(NULL, NULL, "ranks", "HIAR_ALGO="));
 }
 
 /*
@@ -483,10 +440,10 @@ static void test_timeout(const char *path, const char *name)
     snprintf(settings, sizeof(settings), "HIAR_TIMEOUT_MS=%d;%s", TIMEOUT_MS, path);
     snprintf(title, sizeof(title), "a stalled rank (%s): the others get HIAR_TIMEOUT in time, then "
              "HIAR_COMM_FAILED", name);
-    comm = create(settings);
+    comm = harness_create(settings);
     if (!comm) {
-        verdict(title, 0);
-        verdict("a new comm works after the timeout", 0);
+        harness_verdict(title, 0);
+        harness_verdict("a new comm works after the timeout", 0);
         return;
     }
     /* Start together, so the time measured is the wait for rank 1. */
@@ -499,24 +456,24 @@ static void test_timeout(const char *path, const char *name)
             buf[i] = 1;
         rc = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
         elapsed = MPI_Wtime() - t0;
-        ok &= expect("allreduce without rank 1", rc, HIAR_TIMEOUT, "HIAR_TIMEOUT_MS");
+        ok &= harness_expect("allreduce without rank 1", rc, HIAR_TIMEOUT, "HIAR_TIMEOUT_MS");
         if (elapsed < TIMEOUT_MS / 1000.0 * 0.9 || elapsed > TIMEOUT_LATEST_S) {
             printf("[rank %d] %s: HIAR_TIMEOUT came after %.3f s; expected %.1f to %.1f s\n", world_rank,
                    name, elapsed, TIMEOUT_MS / 1000.0, TIMEOUT_LATEST_S);
             ok = 0;
         }
         t0 = MPI_Wtime();
-        ok &= expect("the call after a timeout",
-                     hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                     HIAR_COMM_FAILED, NULL);
+        ok &= harness_expect("the call after a timeout",
+                             hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                             HIAR_COMM_FAILED, NULL);
         if (MPI_Wtime() - t0 > 0.1) {
             printf("[rank %d] HIAR_COMM_FAILED took %.3f s; it should fail fast\n", world_rank,
                    MPI_Wtime() - t0);
             ok = 0;
         }
         async = HIAR_SUCCESS;
-        ok &= expect("hiar_comm_get_async_error after the timeout", hiar_comm_get_async_error(comm, &async),
-                     HIAR_SUCCESS, NULL);
+        ok &= harness_expect("hiar_comm_get_async_error after the timeout",
+                             hiar_comm_get_async_error(comm, &async), HIAR_SUCCESS, NULL);
         if (async != HIAR_COMM_FAILED) {
             printf("[rank %d] hiar_comm_get_async_error gives %s after a timeout, expected "
                    "HIAR_COMM_FAILED\n",
@@ -524,16 +481,16 @@ static void test_timeout(const char *path, const char *name)
             ok = 0;
         }
     }
-    ok &= expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
+    ok &= harness_expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    verdict(title, ok);
+    harness_verdict(title, ok);
 
-    comm = create(NULL);
+    comm = harness_create(NULL);
     ok = comm && sum_works(comm);
     if (comm)
         ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
     snprintf(title, sizeof(title), "a new comm works after the timeout (%s)", name);
-    verdict(title, ok);
+    harness_verdict(title, ok);
 }
 
 /* ---- two threads on one comm ---- */
@@ -560,7 +517,7 @@ static void *call_in_thread(void *p)
  */
 static void test_two_threads(void)
 {
-    hiar_comm_t *comm = create("HIAR_TIMEOUT_MS=20000");
+    hiar_comm_t *comm = harness_create("HIAR_TIMEOUT_MS=20000");
     static call_t call;
     float other[4] = {0};
     int ok = comm != NULL;
@@ -577,12 +534,12 @@ static void test_two_threads(void)
         while (ok && !call.started)
             nanosleep(&tick, NULL);
         nanosleep(&pause, NULL); /* now inside hiar_allreduce, waiting for rank 1 */
-        ok &= expect("a second thread's call while the first one runs",
-                     hiar_allreduce(other, other, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL), HIAR_INVALID_USAGE,
-                     "thread");
+        ok &= harness_expect("a second thread's call while the first one runs",
+                             hiar_allreduce(other, other, 4, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                             HIAR_INVALID_USAGE, "thread");
         if (ok)
             pthread_join(thread, NULL);
-        ok &= expect("the first thread's call", call.rc, HIAR_SUCCESS, NULL);
+        ok &= harness_expect("the first thread's call", call.rc, HIAR_SUCCESS, NULL);
         for (int i = 0; ok && i < 1024; i++)
             if (call.buf[i] != (float)(world_size * (world_size + 1) / 2)) {
                 printf("[rank %d] the first thread's call gave %g at %d\n", world_rank, call.buf[i], i);
@@ -593,14 +550,14 @@ static void test_two_threads(void)
         nanosleep(&late, NULL);
         for (int i = 0; i < 1024; i++)
             call.buf[i] = (float)(world_rank + 1);
-        ok &= expect("rank 1's late call",
-                     hiar_allreduce(call.buf, call.buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                     HIAR_SUCCESS, NULL);
+        ok &= harness_expect("rank 1's late call",
+                             hiar_allreduce(call.buf, call.buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                             HIAR_SUCCESS, NULL);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm)
         ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
-    verdict("a second thread on a busy comm gets HIAR_INVALID_USAGE; the first call completes", ok);
+    harness_verdict("a second thread on a busy comm gets HIAR_INVALID_USAGE; the first call completes", ok);
 }
 
 /* ---- a stalled peer under HIAR_CHECK=global ---- */
@@ -622,7 +579,8 @@ static void *watchdog(void *arg)
            world_rank, limit, TIMEOUT_MS);
     if (world_rank == 0) {
         printf("FAIL a stalled rank under HIAR_CHECK=global: the others get HIAR_TIMEOUT in time\n");
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed + 1);
+        harness_failed++;
+        harness_summary();
     }
     fflush(stdout);
     _exit(1); /* mpirun ends the other ranks */
@@ -642,9 +600,9 @@ static void test_timeout_check_global(void)
     int ok = 1;
 
     snprintf(settings, sizeof(settings), "HIAR_CHECK=global;HIAR_TIMEOUT_MS=%d", TIMEOUT_MS);
-    comm = create(settings);
+    comm = harness_create(settings);
     if (!comm) {
-        verdict("a stalled rank under HIAR_CHECK=global: the others get HIAR_TIMEOUT in time", 0);
+        harness_verdict("a stalled rank under HIAR_CHECK=global: the others get HIAR_TIMEOUT in time", 0);
         return;
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -664,16 +622,17 @@ static void test_timeout_check_global(void)
         elapsed = MPI_Wtime() - t0;
         watchdog_done = 1;
         pthread_join(dog, NULL);
-        ok &= expect("allreduce without rank 1 (HIAR_CHECK=global)", rc, HIAR_TIMEOUT, "HIAR_TIMEOUT_MS");
+        ok &= harness_expect("allreduce without rank 1 (HIAR_CHECK=global)", rc, HIAR_TIMEOUT,
+                             "HIAR_TIMEOUT_MS");
         if (elapsed > TIMEOUT_LATEST_S) {
             printf("[rank %d] HIAR_TIMEOUT came after %.3f s; expected at most %.1f s\n", world_rank,
                    elapsed, TIMEOUT_LATEST_S);
             ok = 0;
         }
     }
-    ok &= expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
+    ok &= harness_expect("abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    verdict("a stalled rank under HIAR_CHECK=global: the others get HIAR_TIMEOUT in time", ok);
+    harness_verdict("a stalled rank under HIAR_CHECK=global: the others get HIAR_TIMEOUT in time", ok);
 }
 
 /* Shared segments are unlinked once mapped: none of ours is left in /dev/shm. */
@@ -692,33 +651,26 @@ static void test_nothing_left(void)
         }
     if (dir)
         closedir(dir);
-    verdict("nothing of this job is left in /dev/shm", ok);
+    harness_verdict("nothing of this job is left in /dev/shm", ok);
 }
 
 int main(int argc, char **argv)
 {
     hiar_comm_t *comm;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size < 2) {
-        if (world_rank == 0)
-            printf("SKIP: test_errors needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
+    if (!harness_init(&argc, &argv, "test_errors", 2))
+        return HARNESS_SKIP;
 
     test_api_basics();
-    comm = create(NULL);
-    verdict("hiar_comm_create(MPI_COMM_WORLD, NULL)", comm != NULL);
+    comm = harness_create(NULL);
+    harness_verdict("hiar_comm_create(MPI_COMM_WORLD, NULL)", comm != NULL);
     if (comm) {
         test_bad_buffers(comm);
         test_bad_types(comm);
         test_count_zero(comm);
         test_async_error(comm);
         test_still_usable(comm);
-        verdict("hiar_comm_destroy", hiar_comm_destroy(comm) == HIAR_SUCCESS);
+        harness_verdict("hiar_comm_destroy", hiar_comm_destroy(comm) == HIAR_SUCCESS);
     }
     test_null_comm();
     test_create_args();
@@ -748,14 +700,12 @@ int main(int argc, char **argv)
     /* After MPI_Finalize, on each rank alone. */
     {
         hiar_comm_t *comm = (hiar_comm_t *)&world_rank;
-        int ok = expect("hiar_comm_create after MPI_Finalize", hiar_comm_create(MPI_COMM_WORLD, NULL, &comm),
-                        HIAR_INVALID_USAGE, "MPI") &&
+        int ok = harness_expect("hiar_comm_create after MPI_Finalize",
+                                hiar_comm_create(MPI_COMM_WORLD, NULL, &comm), HIAR_INVALID_USAGE, "MPI") &&
                  comm == (hiar_comm_t *)&world_rank;
-        ok ? passed++ : failed++;
+        ok ? harness_passed++ : harness_failed++;
         if (!ok)
             printf("FAIL [rank %d] hiar_comm_create after MPI_Finalize\n", world_rank);
     }
-    if (world_rank == 0)
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-    return failed || !passed ? 1 : 0;
+    return harness_summary();
 }

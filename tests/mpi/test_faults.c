@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "hiar.h"
 
 /* HIAR_TIMEOUT_MS of the stall tests, and how much later than it the error may come. */
@@ -57,57 +58,6 @@
 #define LARGE_COUNT 300000
 /* Calls of the kill loop: far more than the victim lives through. */
 #define KILL_ITERS 100000
-
-static int world_rank, world_size;
-static int passed, failed;
-
-/* Records one test; all ranks call it in the same order. */
-static void verdict(const char *name, int ok)
-{
-    int all_ok;
-
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all_ok) {
-        passed++;
-    } else {
-        failed++;
-        if (world_rank == 0)
-            printf("FAIL %s\n", name);
-    }
-    fflush(stdout);
-}
-
-/* Whether rc is `want` and the last error names `needle`; says why not. */
-static int expect(const char *what, hiar_result_t rc, hiar_result_t want, const char *needle)
-{
-    const char *msg = hiar_last_error();
-    int ok = rc == want;
-
-    if (ok && want != HIAR_SUCCESS)
-        ok = msg && msg[0] && (!needle || strcasestr(msg, needle));
-    if (!ok)
-        printf("[rank %d] %s: got %s, message \"%s\"; expected %s with a message naming \"%s\"\n",
-               world_rank, what, hiar_strerror(rc), msg ? msg : "(NULL)", hiar_strerror(want),
-               needle ? needle : "");
-    fflush(stdout);
-    return ok;
-}
-
-static hiar_comm_t *create(const char *settings)
-{
-    hiar_config_t cfg = HIAR_CONFIG_INIT;
-    hiar_comm_t *comm = NULL;
-    hiar_result_t rc;
-
-    cfg.settings = settings;
-    rc = hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm);
-    if (rc != HIAR_SUCCESS) {
-        printf("[rank %d] hiar_comm_create(\"%s\") returned %s: %s\n", world_rank,
-               settings ? settings : "", hiar_strerror(rc), hiar_last_error());
-        return NULL;
-    }
-    return comm;
-}
 
 /* Fills buf with this rank's input for call `it`: element i is rank + 1 + (i + it) % 4. */
 static void fill(float *buf, size_t n, int it)
@@ -137,7 +87,7 @@ static int sum_works(hiar_comm_t *comm)
 
     fill(buf, SMALL_COUNT, 0);
     rc = hiar_allreduce(buf, buf, SMALL_COUNT, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
-    return expect("a valid allreduce", rc, HIAR_SUCCESS, NULL) && sum_correct(buf, SMALL_COUNT, 0);
+    return harness_expect("a valid allreduce", rc, HIAR_SUCCESS, NULL) && sum_correct(buf, SMALL_COUNT, 0);
 }
 
 /* Every rank's pid, in world rank order (malloc'ed). */
@@ -197,7 +147,8 @@ static void others_after_stall(hiar_comm_t *comm, float *buf, hiar_result_t rc, 
     hiar_result_t async = HIAR_SUCCESS;
     double t0;
 
-    seen->timeout_ok = expect("the call the stalled rank never joined", rc, HIAR_TIMEOUT, "HIAR_TIMEOUT_MS");
+    seen->timeout_ok =
+        harness_expect("the call the stalled rank never joined", rc, HIAR_TIMEOUT, "HIAR_TIMEOUT_MS");
     printf("[rank %d] %s after %.3f s: %s\n", world_rank, hiar_strerror(rc), elapsed, hiar_last_error());
     if (elapsed < 0.9 * TIMEOUT_MS / 1000.0 || elapsed > TIMEOUT_MS / 1000.0 + TIMEOUT_SLACK_S) {
         printf("[rank %d] HIAR_TIMEOUT came after %.3f s; expected %.2f to %.2f s\n", world_rank, elapsed,
@@ -205,19 +156,21 @@ static void others_after_stall(hiar_comm_t *comm, float *buf, hiar_result_t rc, 
         seen->timeout_ok = 0;
     }
     t0 = MPI_Wtime();
-    seen->failed_ok = expect("the next call", hiar_allreduce(buf, buf, SMALL_COUNT, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
-                             HIAR_COMM_FAILED, "abort");
+    seen->failed_ok = harness_expect(
+        "the next call", hiar_allreduce(buf, buf, SMALL_COUNT, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+        HIAR_COMM_FAILED, "abort");
     if (MPI_Wtime() - t0 > FAST_S) {
         printf("[rank %d] HIAR_COMM_FAILED took %.3f s; it should fail at once\n", world_rank, MPI_Wtime() - t0);
         seen->failed_ok = 0;
     }
-    seen->failed_ok &= expect("hiar_comm_get_async_error", hiar_comm_get_async_error(comm, &async), HIAR_SUCCESS, NULL);
+    seen->failed_ok &= harness_expect("hiar_comm_get_async_error", hiar_comm_get_async_error(comm, &async),
+                                      HIAR_SUCCESS, NULL);
     if (async != HIAR_COMM_FAILED) {
         printf("[rank %d] hiar_comm_get_async_error gives %s, expected HIAR_COMM_FAILED\n", world_rank,
                hiar_strerror(async));
         seen->failed_ok = 0;
     }
-    seen->abort_ok = expect("hiar_comm_abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
+    seen->abort_ok = harness_expect("hiar_comm_abort", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
 }
 
 /*
@@ -238,8 +191,8 @@ static void run_stall(int use_stop, int at)
 
     MPI_Comm_split(MPI_COMM_WORLD, world_rank == victim ? MPI_UNDEFINED : 0, world_rank, &others);
     snprintf(settings, sizeof(settings), "HIAR_TIMEOUT_MS=%d", TIMEOUT_MS);
-    comm = create(settings);
-    verdict("hiar_comm_create", comm != NULL);
+    comm = harness_create(settings);
+    harness_verdict("hiar_comm_create", comm != NULL);
     if (!comm)
         return;
     if (world_rank == 0)
@@ -261,7 +214,8 @@ static void run_stall(int use_stop, int at)
         rc = hiar_allreduce(buf, buf, n, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
         elapsed = MPI_Wtime() - t0;
         if (it < at)
-            seen.before_ok &= expect("a call before the stall", rc, HIAR_SUCCESS, NULL) && sum_correct(buf, n, it);
+            seen.before_ok &=
+                harness_expect("a call before the stall", rc, HIAR_SUCCESS, NULL) && sum_correct(buf, n, it);
     }
     if (world_rank != victim) {
         others_after_stall(comm, buf, rc, elapsed, &seen);
@@ -281,19 +235,21 @@ static void run_stall(int use_stop, int at)
                    TIMEOUT_MS / 1000.0 + TIMEOUT_SLACK_S);
             seen.resumed_ok = 0;
         }
-        seen.abort_ok = expect("hiar_comm_abort on the resumed rank", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
+        seen.abort_ok =
+            harness_expect("hiar_comm_abort on the resumed rank", hiar_comm_abort(comm), HIAR_SUCCESS, NULL);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    verdict("the calls before the stall succeed", seen.before_ok);
-    verdict("the others get HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s", seen.timeout_ok);
-    verdict("then HIAR_COMM_FAILED at once, also from hiar_comm_get_async_error", seen.failed_ok);
-    verdict("hiar_comm_abort succeeds on every rank, the stalled one too", seen.abort_ok);
-    verdict("the stalled rank's call ends within HIAR_TIMEOUT_MS + 1 s once it runs again", seen.resumed_ok);
+    harness_verdict("the calls before the stall succeed", seen.before_ok);
+    harness_verdict("the others get HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s", seen.timeout_ok);
+    harness_verdict("then HIAR_COMM_FAILED at once, also from hiar_comm_get_async_error", seen.failed_ok);
+    harness_verdict("hiar_comm_abort succeeds on every rank, the stalled one too", seen.abort_ok);
+    harness_verdict("the stalled rank's call ends within HIAR_TIMEOUT_MS + 1 s once it runs again",
+                    seen.resumed_ok);
 
-    comm = create(settings);
-    verdict("a new communicator works after the stall", comm && sum_works(comm) &&
-                                                            hiar_comm_destroy(comm) == HIAR_SUCCESS);
-    verdict("nothing of this job is left in /dev/shm", nothing_left(pids));
+    comm = harness_create(settings);
+    harness_verdict("a new communicator works after the stall",
+                    comm && sum_works(comm) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
+    harness_verdict("nothing of this job is left in /dev/shm", nothing_left(pids));
     free(buf);
     free(pids);
 }
@@ -309,7 +265,7 @@ static int run_kill(int at)
     const int victim = world_size - 1;
     pid_t *pids = gather_pids();
     float buf[SMALL_COUNT];
-    hiar_comm_t *comm = create(NULL);
+    hiar_comm_t *comm = harness_create(NULL);
 
     if (world_rank == 0) {
         printf("pids:");
@@ -357,26 +313,26 @@ static void run_no_shm_space(void)
     printf("[rank %d] hiar_comm_create: %s after %.3f s: %s\n", world_rank, hiar_strerror(rc), elapsed,
            hiar_last_error());
     /* The leader says why; the others that another rank failed (not that /dev/shm is not shared). */
-    ok = expect("hiar_comm_create without room in /dev/shm", rc, HIAR_SYSTEM_ERROR,
-                world_rank == 0 ? "/dev/shm" : "another rank");
+    ok = harness_expect("hiar_comm_create without room in /dev/shm", rc, HIAR_SYSTEM_ERROR,
+                        world_rank == 0 ? "/dev/shm" : "another rank");
     if (world_rank == 0)
-        ok &= expect("the leader's message", rc, HIAR_SYSTEM_ERROR, "HIAR_BUFFER_SIZE");
+        ok &= harness_expect("the leader's message", rc, HIAR_SYSTEM_ERROR, "HIAR_BUFFER_SIZE");
     if (comm != (hiar_comm_t *)&world_rank) {
         printf("[rank %d] the failed hiar_comm_create wrote *out\n", world_rank);
         ok = 0;
     }
-    verdict("no room in /dev/shm: hiar_comm_create fails on every rank, naming /dev/shm", ok);
-    verdict("... within 5 s", elapsed < 5.0);
-    verdict("nothing of this job is left in /dev/shm", nothing_left(pids));
+    harness_verdict("no room in /dev/shm: hiar_comm_create fails on every rank, naming /dev/shm", ok);
+    harness_verdict("... within 5 s", elapsed < 5.0);
+    harness_verdict("nothing of this job is left in /dev/shm", nothing_left(pids));
     free(pids);
 }
 
 static void run_basic(void)
 {
-    hiar_comm_t *comm = create(NULL);
+    hiar_comm_t *comm = harness_create(NULL);
 
-    verdict("hiar_comm_create, a correct sum, hiar_comm_destroy",
-            comm && sum_works(comm) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
+    harness_verdict("hiar_comm_create, a correct sum, hiar_comm_destroy",
+                    comm && sum_works(comm) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
 }
 
 int main(int argc, char **argv)
@@ -404,15 +360,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_faults --stall=stop|--stall=sleep|--kill|--basic|--no-shm-space [--at=K]\n");
         return 99;
     }
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size < 2 && mode != BASIC) { /* the others need peers, or a shared segment */
-        if (world_rank == 0)
-            printf("SKIP: test_faults needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
+    /* --basic runs on one rank too; the other modes need peers, or a shared segment. */
+    if (!harness_init(&argc, &argv, "test_faults", mode == BASIC ? 1 : 2))
+        return HARNESS_SKIP;
     switch (mode) {
     case STALL_STOP:
     case STALL_SLEEP: run_stall(mode == STALL_STOP, at); break;
@@ -423,7 +373,5 @@ int main(int argc, char **argv)
     if (mode == KILL)
         return rc; /* not reached on a healthy run: the job ends without us */
     MPI_Finalize();
-    if (world_rank == 0)
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-    return failed || !passed ? 1 : 0;
+    return harness_summary();
 }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "hiar.h"
 #include "reference.h"
 
@@ -57,24 +58,6 @@ enum {
 static const hiar_dtype_t dtypes[] = {HIAR_FLOAT32, HIAR_FLOAT64, HIAR_BFLOAT16, HIAR_FLOAT16};
 static const hiar_op_t ops[] = {HIAR_SUM, HIAR_PROD, HIAR_MIN, HIAR_MAX, HIAR_AVG};
 enum { NDTYPES = sizeof(dtypes) / sizeof(dtypes[0]), NOPS = sizeof(ops) / sizeof(ops[0]) };
-
-static int world_rank, world_size;
-static int passed, failed;
-
-static void verdict(const char *name, int ok)
-{
-    int all_ok;
-
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all_ok) {
-        passed++;
-    } else {
-        failed++;
-        if (world_rank == 0)
-            printf("FAIL %s\n", name);
-    }
-    fflush(stdout);
-}
 
 static uint64_t fnv1a(const unsigned char *p, size_t n, uint64_t h)
 {
@@ -261,7 +244,7 @@ static uint64_t run_path(const char *path, hiar_comm_t *comm, void *send, void *
                            hiar_last_error());
                 ok = ok && values_ok(what, dtype, op, recv, count);
                 ok &= same_on_every_rank(what, dtype, recv, count);
-                verdict(what, ok);
+                harness_verdict(what, ok);
                 digest = fnv1a(recv, bytes, digest);
             }
     return digest;
@@ -278,15 +261,8 @@ int main(int argc, char **argv)
     };
     void *send, *recv;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size < 4) {
-        if (world_rank == 0)
-            printf("SKIP: test_numerics needs at least 4 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
+    if (!harness_init(&argc, &argv, "test_numerics", 4))
+        return HARNESS_SKIP;
     snprintf(halves, sizeof(halves), "HIAR_GROUPS=0-%d|%d-%d", world_size / 2 - 1, world_size / 2,
              world_size - 1);
     snprintf(uneven, sizeof(uneven), "HIAR_GROUPS=0|1-%d", world_size - 1);
@@ -300,7 +276,7 @@ int main(int argc, char **argv)
 
         cfg.settings = paths[p].settings;
         rc = hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm);
-        verdict(paths[p].settings, rc == HIAR_SUCCESS);
+        harness_verdict(paths[p].settings, rc == HIAR_SUCCESS);
         if (rc != HIAR_SUCCESS) {
             printf("[rank %d] hiar_comm_create(\"%s\"): %s\n", world_rank, paths[p].settings, hiar_last_error());
             continue;
@@ -313,7 +289,5 @@ int main(int argc, char **argv)
     free(send);
     free(recv);
     MPI_Finalize();
-    if (world_rank == 0)
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-    return failed || !passed ? 1 : 0;
+    return harness_summary();
 }

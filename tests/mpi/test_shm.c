@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "hiar.h"
 
 #define NAME_MAX_LEN 64
@@ -48,9 +49,6 @@ static struct {
     int nunlink;
     char squatter[NAME_MAX_LEN]; /* "" until the squatter has struck */
 } rec;
-
-static int world_rank, world_size;
-static int passed, failed;
 
 int __real_shm_open(const char *name, int oflag, mode_t mode);
 int __real_shm_unlink(const char *name);
@@ -99,21 +97,6 @@ int __wrap_shm_unlink(const char *name)
     if (rec.nunlink < MAX_CALLS)
         snprintf(rec.unlinked[rec.nunlink++], NAME_MAX_LEN, "%s", name);
     return __real_shm_unlink(name);
-}
-
-static void verdict(const char *name, int ok)
-{
-    int all_ok;
-
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (all_ok) {
-        passed++;
-    } else {
-        failed++;
-        if (world_rank == 0)
-            printf("FAIL %s\n", name);
-    }
-    fflush(stdout);
 }
 
 static int was_unlinked(const char *name)
@@ -252,16 +235,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--leaders=", 10) == 0)
             leaders = atoi(argv[i] + 10);
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_size < 2) {
-        if (world_rank == 0)
-            printf("SKIP: test_shm needs at least 2 ranks\n");
-        MPI_Finalize();
-        return 77;
-    }
-    verdict("hiar_comm_create", hiar_comm_create(MPI_COMM_WORLD, NULL, &comm) == HIAR_SUCCESS);
+    if (!harness_init(&argc, &argv, "test_shm", 2))
+        return HARNESS_SKIP;
+    harness_verdict("hiar_comm_create", hiar_comm_create(MPI_COMM_WORLD, NULL, &comm) == HIAR_SUCCESS);
     if (!comm) {
         printf("[rank %d] hiar_comm_create: %s\n", world_rank, hiar_last_error());
         MPI_Finalize();
@@ -275,18 +251,17 @@ int main(int argc, char **argv)
     MPI_Allreduce(&is_leader, &nleaders, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (world_rank == 0)
         printf("%d group leaders created segments, e.g. %s\n", nleaders, all_created);
-    verdict("one segment per group of more than one rank", nleaders == leaders);
-    verdict("segments are created O_CREAT|O_EXCL, mode 0600, owned by us, named with the uid",
-            creations_private());
-    verdict("a name taken by someone else: EEXIST, another name, the other file untouched",
-            squatter_respected());
-    verdict("the other ranks only open (never create) their leader's segment", members_only_open(all_created));
-    verdict("segments are unlinked once mapped: none in /dev/shm while the comm works",
-            unlinked_while_alive(comm, all_created));
+    harness_verdict("one segment per group of more than one rank", nleaders == leaders);
+    harness_verdict("segments are created O_CREAT|O_EXCL, mode 0600, owned by us, named with the uid",
+                    creations_private());
+    harness_verdict("a name taken by someone else: EEXIST, another name, the other file untouched",
+                    squatter_respected());
+    harness_verdict("the other ranks only open (never create) their leader's segment",
+                    members_only_open(all_created));
+    harness_verdict("segments are unlinked once mapped: none in /dev/shm while the comm works",
+                    unlinked_while_alive(comm, all_created));
     hiar_comm_destroy(comm);
     free(all_created);
     MPI_Finalize();
-    if (world_rank == 0)
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-    return failed || !passed ? 1 : 0;
+    return harness_summary();
 }
