@@ -20,6 +20,9 @@
 
 #include "error.h"
 #include "hiar.h"
+#ifdef HIAR_HAVE_CUDA
+#include "nvml.h"
+#endif
 #include "param.h"
 #include "topo.h"
 
@@ -167,6 +170,11 @@ static hiar_result_t group_and_print(const topo_options_t *o, const char *root, 
 
     hiar_topo_host_id(NULL, host);
     HIAR_CHECK(hiar_topo_facts_for_gpus(root, list, host, &facts, &n));
+#ifdef HIAR_HAVE_CUDA
+    /* This machine's GPUs (not a modelled one): NVLink from NVML, as comms see it. */
+    for (int i = 0; claimed_p2p && i < n; i++)
+        hiar_nvml_add_nvlink(&facts[i]);
+#endif
     rc = o->no_p2p ? hiar_topo_p2p_none(facts, n, &p2p) : HIAR_SUCCESS;
     if (rc == HIAR_SUCCESS)
         rc = hiar_topo_group(facts, n, level, o->no_p2p ? p2p : claimed_p2p, &g);
