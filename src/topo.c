@@ -123,6 +123,12 @@ hiar_result_t hiar_grouping_parse(const char *text, int nranks, hiar_grouping_t 
         if (*p == '-') {
             p++;
             HIAR_CHECK_GOTO(parse_rank(&p, text, nranks, &last), rc, out_free);
+            if (last < first) {
+                rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
+                                    "HIAR_GROUPS=\"%s\": the range %d-%d is backwards (expected %d-%d)", text,
+                                    first, last, last, first);
+                goto out_free;
+            }
         }
         for (int r = first; r <= last; r++) {
             if (label[r] >= 0) {

@@ -102,7 +102,7 @@ Test(topo, parse_errors)
         {"0;1", 2, "HIAR_GROUPS"},     {"0-", 2, "HIAR_GROUPS"},     {"-1", 2, "HIAR_GROUPS"},
         {" 0,1", 2, "HIAR_GROUPS"},    {"0,1 ", 2, "HIAR_GROUPS"},   {"0,1|", 2, "HIAR_GROUPS"},
         {"2-1|0", 3, "HIAR_GROUPS"},   {"99999999999999999999", 2, "HIAR_GROUPS"},
-        {"0|1x", 2, "HIAR_GROUPS"},    {"0||1", 2, "HIAR_GROUPS"},
+        {"0|1x", 2, "HIAR_GROUPS"},    {"0||1", 2, "HIAR_GROUPS"},   {"1-0|0,1", 2, "backwards"},
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
