@@ -453,6 +453,30 @@ hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_t *error)
     return HIAR_SUCCESS;
 }
 
+hiar_result_t hiar_comm_group(const hiar_comm_t *comm, int device, int *ngroups, int *group,
+                              int *local_rank, int *local_size)
+{
+    const hiar_grouping_t *g;
+
+    HIAR_CHECK(hiar_comm_check_live(comm, "hiar_comm_group"));
+    g = &comm->groups;
+#ifdef HIAR_HAVE_CUDA
+    if (device && comm->dev)
+        g = hiar_devcomm_groups(comm->dev);
+#else
+    (void)device;
+#endif
+    if (ngroups)
+        *ngroups = g->ngroups;
+    if (group)
+        *group = g->group_of[comm->rank];
+    if (local_rank)
+        *local_rank = g->local_index[comm->rank];
+    if (local_size)
+        *local_size = hiar_group_size(g, g->group_of[comm->rank]);
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_comm_rank(const hiar_comm_t *comm, int *rank)
 {
     HIAR_ARG_CHECK(rank, "hiar_comm_rank: rank is NULL");

@@ -252,6 +252,11 @@ int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev)
     return dev && dev->ipc;
 }
 
+const hiar_grouping_t *hiar_devcomm_groups(const hiar_devcomm_t *dev)
+{
+    return &dev->groups;
+}
+
 int hiar_devcomm_ngroups(const hiar_devcomm_t *dev)
 {
     return dev ? dev->groups.ngroups : 0;

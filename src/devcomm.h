@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "hiar.h"
+#include "topo.h"
 
 struct hiar_comm;
 typedef struct hiar_devcomm hiar_devcomm_t;
@@ -31,6 +32,9 @@ int hiar_devcomm_has_ipc(const hiar_devcomm_t *dev);
 
 /* Number of groups of the device-buffer grouping (0 without a GPU). */
 int hiar_devcomm_ngroups(const hiar_devcomm_t *dev);
+
+/* The device-buffer grouping (dev not NULL). */
+const hiar_grouping_t *hiar_devcomm_groups(const hiar_devcomm_t *dev);
 
 /* The topology table and the device groups (hiar_comm_describe). */
 hiar_result_t hiar_devcomm_print_topology(const hiar_devcomm_t *dev, FILE *out);

@@ -156,6 +156,15 @@ HIAR_API hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_
 /* Writes the ranks, the groups and why they were chosen, and the paths. */
 HIAR_API hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out);
 
+/*
+ * This rank's group: the grouping of host buffers (device = 0) or of device
+ * buffers (device = 1; in builds without CUDA or on a rank without GPU, the
+ * host grouping).  Any output may be NULL.  Groups are numbered by their
+ * smallest rank; local_rank is this rank's position in its group.
+ */
+HIAR_API hiar_result_t hiar_comm_group(const hiar_comm_t *comm, int device, int *ngroups, int *group,
+                                       int *local_rank, int *local_size);
+
 /* Rank and size of comm (as in the MPI communicator it was created from). */
 HIAR_API hiar_result_t hiar_comm_rank(const hiar_comm_t *comm, int *rank);
 HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
