@@ -9,6 +9,7 @@
  * until the stream is synchronized).
  *   time  = max over ranks of the per-rank mean time of one call
  *   algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests' definition)
+ * --split times hiar's parts the same way (bench-split.h).
  *
  * Exit status: 0 all results right, 1 a wrong result or a failed call,
  * 2 bad usage.
@@ -38,16 +39,22 @@
 #endif
 
 #include "bench-check.h"
+#include "bench-split.h"
 #include "hiar.h"
 
-enum { IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_COUNT };
-static const char *const impl_names[IMPL_COUNT] = {"hiar", "mpi", "nccl"};
+/* The compared implementations, then --split's parts of hiar (bench-split.h). */
+enum {
+    IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_MAIN_COUNT,
+    IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_HIAR_FLAT, IMPL_COUNT
+};
+static const char *const impl_names[IMPL_COUNT] = {"hiar", "mpi", "nccl",
+                                                   "hiar-intra", "mpi-shard", "hiar-flat"};
 #define IMPL_BIT(_impl) (1u << (_impl))
 
 typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
 
 /* Long options without a short form: values past any character. */
-enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE };
+enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT };
 
 typedef struct {
     size_t min_bytes, max_bytes;
@@ -59,6 +66,7 @@ typedef struct {
     unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
     int csv, check, graph, inplace;
     int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
+    int split;      /* also time hiar's parts: intra, inter, flat */
 } options_t;
 
 /* Defaults, set through the option parser and shown by --help from here. */
@@ -92,6 +100,7 @@ typedef struct {
     void *send, *recv; /* recv == send with --inplace */
     void *host;        /* host memory: inputs, results to check, MPI staging */
     hiar_comm_t *comm; /* NULL when hiar is not measured */
+    bench_split_t split; /* --split's communicators */
     MPI_Datatype mpi_type;
     MPI_Op mpi_op;
     int mpi_user_op; /* mpi_op was created here (half types) */
@@ -195,6 +204,8 @@ static void usage(FILE *out)
             "  --inplace    sendbuf == recvbuf\n"
             "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
             "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
+            "  --split      several groups: also time hiar's parts, intra (hiar over one\n"
+            "               group), inter (MPI_Allreduce of its shards), flat (hiar, one group)\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
@@ -278,9 +289,9 @@ static int parse_impls(const char *list, unsigned *out)
     for (const char *p = list;; p++) {
         size_t len = strcspn(p, ",");
         int i = 0;
-        while (i < IMPL_COUNT && !(strlen(impl_names[i]) == len && strncmp(p, impl_names[i], len) == 0))
+        while (i < IMPL_MAIN_COUNT && !(strlen(impl_names[i]) == len && strncmp(p, impl_names[i], len) == 0))
             i++;
-        if (i == IMPL_COUNT)
+        if (i == IMPL_MAIN_COUNT)
             return -1;
         set |= IMPL_BIT(i);
         p += len;
@@ -330,6 +341,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case OPT_NO_CHECK: o->check = 0; return 0;
     case OPT_GRAPH: o->graph = 1; return 0;
     case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
+    case OPT_SPLIT: o->split = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
 }
@@ -360,7 +372,7 @@ static int parse_options(int argc, char **argv, options_t *o, char *err)
         {"impl", required_argument, NULL, OPT_IMPL}, {"csv", no_argument, NULL, OPT_CSV},
         {"no-check", no_argument, NULL, OPT_NO_CHECK}, {"graph", no_argument, NULL, OPT_GRAPH},
         {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
-        {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE},
+        {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -426,6 +438,10 @@ static int resolve_mode(bench_t *b, char *err)
     if (!b->device && o->graph)
         return bad(err, "--graph needs device buffers (-m device)%s",
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
+        return bad(err, "--split needs hiar in --impl");
+    if (o->split)
+        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD) | IMPL_BIT(IMPL_HIAR_FLAT);
     return 0;
 }
 
@@ -527,7 +543,27 @@ static void poison(const bench_t *b, void *buf, size_t bytes)
 
 /* ---- implementations: one allreduce of `count` elements each */
 
-static run_t run_hiar(bench_t *b, size_t count)
+static int is_hiar(int impl)
+{
+    return impl == IMPL_HIAR || impl == IMPL_HIAR_INTRA || impl == IMPL_HIAR_FLAT;
+}
+
+static int is_mpi(int impl)
+{
+    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD;
+}
+
+/* The hiar communicator an implementation calls; NULL: not made (flat: n/a). */
+static hiar_comm_t *comm_of(const bench_t *b, int impl)
+{
+    switch (impl) {
+    case IMPL_HIAR_INTRA: return b->split.intra;
+    case IMPL_HIAR_FLAT: return b->split.flat;
+    default: return b->comm;
+    }
+}
+
+static run_t run_hiar(bench_t *b, int impl, size_t count)
 {
     hiar_stream_t stream = NULL;
     hiar_result_t rc;
@@ -535,15 +571,15 @@ static run_t run_hiar(bench_t *b, size_t count)
 #ifdef HIAR_HAVE_CUDA
     stream = b->stream;
 #endif
-    rc = hiar_allreduce(b->send, b->recv, count, b->opt.dtype, b->opt.op, b->comm, stream);
+    rc = hiar_allreduce(b->send, b->recv, count, b->opt.dtype, b->opt.op, comm_of(b, impl), stream);
     if (rc == HIAR_SUCCESS)
         return RUN_OK;
     if (rc == HIAR_UNSUPPORTED && b->device) {
-        snprintf(b->na_reason[IMPL_HIAR], sizeof b->na_reason[IMPL_HIAR], "%s", hiar_last_error());
+        snprintf(b->na_reason[impl], sizeof b->na_reason[impl], "%s", hiar_last_error());
         return RUN_NA;
     }
-    fprintf(stderr, "hiar-bench: rank %d: hiar_allreduce: %s: %s\n", b->rank, hiar_strerror(rc),
-            hiar_last_error());
+    fprintf(stderr, "hiar-bench: rank %d: %s: hiar_allreduce: %s: %s\n", b->rank, impl_names[impl],
+            hiar_strerror(rc), hiar_last_error());
     return RUN_FAILED;
 }
 
@@ -643,25 +679,46 @@ static void divide(void *buf, size_t count, hiar_dtype_t dtype, int n)
 }
 
 /*
- * MPI_Allreduce as users get it: device buffers go through host memory
- * (copies timed) unless MPI is CUDA-aware.  Errors abort (MPI's default).
+ * MPI_Allreduce over `comm` of elements [first, first + count), as users get
+ * it: device buffers go through host memory (copies timed) unless MPI is
+ * CUDA-aware; AVG divides by all ranks.  Errors abort (MPI's default).
  */
-static run_t run_mpi(bench_t *b, size_t count)
+static void mpi_range(bench_t *b, MPI_Comm comm, size_t first, size_t count)
 {
-    size_t bytes = count * b->esize;
-    const void *send = b->opt.inplace ? MPI_IN_PLACE : b->send;
-    void *recv = b->recv;
+    size_t offset = first * b->esize, bytes = count * b->esize;
+    char *send = (char *)b->send + offset, *recv = (char *)b->recv + offset;
+    char *host = (char *)b->host + offset;
+    const void *mpi_send = b->opt.inplace ? MPI_IN_PLACE : send;
+    void *mpi_recv = recv;
 
     if (b->mpi_staged) {
-        copy(b, b->host, b->send, bytes);
-        send = MPI_IN_PLACE;
-        recv = b->host;
+        copy(b, host, send, bytes);
+        mpi_send = MPI_IN_PLACE;
+        mpi_recv = host;
     }
-    MPI_Allreduce(send, recv, (int)count, b->mpi_type, b->mpi_op, b->mpi_comm);
+    MPI_Allreduce(mpi_send, mpi_recv, (int)count, b->mpi_type, b->mpi_op, comm);
     if (b->opt.op == HIAR_AVG)
-        divide(recv, count, b->opt.dtype, b->nranks);
+        divide(mpi_recv, count, b->opt.dtype, b->nranks);
     if (b->mpi_staged)
-        copy(b, b->recv, b->host, bytes);
+        copy(b, recv, host, bytes);
+}
+
+static run_t run_mpi(bench_t *b, size_t count)
+{
+    mpi_range(b, b->mpi_comm, 0, count);
+    return RUN_OK;
+}
+
+/* --split's inter: this rank's shards of the message, one after the other, as hiar's MPI step. */
+static run_t run_mpi_shards(bench_t *b, size_t count)
+{
+    for (int sh = 0; sh < b->split.nshards; sh++) {
+        size_t first, n;
+        if (b->split.shard_comm[sh] == MPI_COMM_NULL)
+            continue;
+        bench_split_shard(&b->split, count, sh, &first, &n);
+        mpi_range(b, b->split.shard_comm[sh], first, n);
+    }
     return RUN_OK;
 }
 
@@ -717,8 +774,11 @@ static run_t run_nccl(bench_t *b, size_t count)
 static run_t run_once(bench_t *b, int impl, size_t count)
 {
     switch (impl) {
-    case IMPL_HIAR: return run_hiar(b, count);
+    case IMPL_HIAR:
+    case IMPL_HIAR_INTRA:
+    case IMPL_HIAR_FLAT: return run_hiar(b, impl, count);
     case IMPL_MPI: return run_mpi(b, count);
+    case IMPL_MPI_SHARD: return run_mpi_shards(b, count);
 #ifdef HIAR_HAVE_NCCL
     case IMPL_NCCL: return run_nccl(b, count);
 #endif
@@ -765,14 +825,24 @@ static run_t async_status(bench_t *b, int impl, run_t status)
 {
     hiar_result_t error = HIAR_SUCCESS, rc;
 
-    if (status != RUN_OK || impl != IMPL_HIAR || !b->device)
+    if (status != RUN_OK || !is_hiar(impl) || !b->device)
         return status;
-    rc = hiar_comm_get_async_error(b->comm, &error);
+    rc = hiar_comm_get_async_error(comm_of(b, impl), &error);
     if (rc == HIAR_SUCCESS && error == HIAR_SUCCESS)
         return RUN_OK;
-    fprintf(stderr, "hiar-bench: rank %d: hiar_allreduce on the GPU: %s: %s\n", b->rank,
-            hiar_strerror(rc != HIAR_SUCCESS ? rc : error), hiar_last_error());
+    fprintf(stderr, "hiar-bench: rank %d: %s: hiar_allreduce on the GPU: %s: %s\n", b->rank,
+            impl_names[impl], hiar_strerror(rc != HIAR_SUCCESS ? rc : error), hiar_last_error());
     return RUN_FAILED;
+}
+
+/*
+ * The ranks whose inputs an implementation reduces, and this rank's index
+ * among them: --split's intra reduces over this rank's group only.
+ */
+static void reduced_ranks(const bench_t *b, int impl, int *rank, int *nranks)
+{
+    *rank = impl == IMPL_HIAR_INTRA ? b->split.local_rank : b->rank;
+    *nranks = impl == IMPL_HIAR_INTRA ? b->split.local_size : b->nranks;
 }
 
 /* One call on fresh inputs; *wrong: elements off the reference, summed over ranks. */
@@ -781,8 +851,10 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
     size_t bytes = count * b->esize;
     long long mine;
     run_t status;
+    int rank, nranks;
 
-    bench_check_fill(b->host, count, b->opt.dtype, b->opt.op, b->rank, b->nranks);
+    reduced_ranks(b, impl, &rank, &nranks);
+    bench_check_fill(b->host, count, b->opt.dtype, b->opt.op, rank, nranks);
     copy(b, b->send, b->host, bytes);
     if (!b->opt.inplace)
         poison(b, b->recv, bytes);
@@ -792,7 +864,7 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
     if (status != RUN_OK)
         return status;
     copy(b, b->host, b->recv, bytes);
-    mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, b->nranks,
+    mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, nranks,
                                         avg_ulps(b, impl));
     MPI_Allreduce(&mine, wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     return RUN_OK;
@@ -871,13 +943,22 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
 static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (b->opt.graph && impl != IMPL_MPI)
+    if (b->opt.graph && !is_mpi(impl))
         return time_graph(b, impl, count, seconds);
 #endif
     return time_eager(b, impl, count, seconds);
 }
 
-/* Check, warm up, time; an implementation that failed once is not run again. */
+/* The result check applies to all but --split's inter (several shards, each over its own ranks). */
+static int checked(const bench_t *b, int impl)
+{
+    return b->opt.check && impl != IMPL_MPI_SHARD;
+}
+
+/*
+ * Check, warm up, time; an implementation that failed once is not run again,
+ * one whose hiar comm could not be made (--split's flat) shows n/a.
+ */
 static result_t measure(bench_t *b, int impl, size_t count)
 {
     result_t r = {RUN_FAILED, 0.0, -1};
@@ -885,7 +966,12 @@ static result_t measure(bench_t *b, int impl, size_t count)
 
     if (b->dead[impl])
         return r;
-    r.status = b->opt.check ? check(b, impl, count, &r.wrong) : RUN_OK;
+    if (is_hiar(impl) && !comm_of(b, impl)) {
+        snprintf(b->na_reason[impl], sizeof b->na_reason[impl], "%s", b->split.flat_na);
+        r.status = RUN_NA;
+        return r;
+    }
+    r.status = checked(b, impl) ? check(b, impl, count, &r.wrong) : RUN_OK;
     if (r.status == RUN_OK)
         r.status = time_calls(b, impl, count, &seconds);
     MPI_Allreduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -905,9 +991,26 @@ static double algbw(size_t bytes, double time_us)
     return (double)bytes / time_us / 1e3; /* GB/s */
 }
 
-static double busbw(const bench_t *b, size_t bytes, double time_us)
+static double busbw(int nranks, size_t bytes, double time_us)
 {
-    return algbw(bytes, time_us) * 2.0 * (b->nranks - 1) / b->nranks;
+    return algbw(bytes, time_us) * 2.0 * (nranks - 1) / nranks;
+}
+
+/*
+ * What one call reduces, for its bandwidth: the message over all ranks;
+ * --split's intra over the largest group, its inter one shard over the groups.
+ */
+static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes, int *nranks)
+{
+    size_t first;
+
+    *bytes = count * b->esize;
+    *nranks = impl == IMPL_HIAR_INTRA ? b->split.nshards
+              : impl == IMPL_MPI_SHARD ? b->split.ngroups : b->nranks;
+    if (impl == IMPL_MPI_SHARD) {
+        bench_split_shard(&b->split, count, 0, &first, &count);
+        *bytes = count * b->esize;
+    }
 }
 
 static int has(const bench_t *b, int impl)
@@ -918,47 +1021,74 @@ static int has(const bench_t *b, int impl)
 /* Implementations compared with hiar in the ratio columns. */
 static int has_ratio(const bench_t *b, int impl)
 {
-    return impl != IMPL_HIAR && has(b, IMPL_HIAR) && has(b, impl);
+    return impl != IMPL_HIAR && impl < IMPL_MAIN_COUNT && has(b, IMPL_HIAR) && has(b, impl);
 }
 
+static int ratio_count(const bench_t *b)
+{
+    int n = 0;
+
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
+        n += has_ratio(b, i);
+    return n;
+}
+
+/* The last implementation with columns of its own in the table. */
 static int last_impl(const bench_t *b)
 {
-    int last = IMPL_COUNT - 1;
+    int last = IMPL_MAIN_COUNT - 1;
 
     while (last > 0 && !has(b, last))
         last--;
     return last;
 }
 
-/* Three lines: implementation names centred over their columns, names, units. */
+/*
+ * Three lines: implementation names centred over their columns, names, units
+ * (--split: its time columns and ratio follow the ratios).
+ */
 static void print_table_header(const bench_t *b)
 {
     int last = last_impl(b);
 
     printf("#%*s", LEAD_W - 1, "");
-    for (int i = 0; i < IMPL_COUNT; i++)
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i)) {
             int len = (int)strlen(impl_names[i]), pad = (GROUP_W - len) / 2;
             printf("%*s%s%*s", pad, "", impl_names[i], i == last ? 0 : GROUP_W - pad - len, "");
         }
     printf("\n#%11s %12s %9s %6s", "size", "count", "type", "redop");
-    for (int i = 0; i < IMPL_COUNT; i++)
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i))
             printf(" %9s %7s %7s %6s", "time", "algbw", "busbw", "#wrong");
-    for (int i = 0; i < IMPL_COUNT; i++)
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has_ratio(b, i)) {
             char name[16];
             snprintf(name, sizeof name, "hiar/%s", impl_names[i]);
             printf(" %10s", name);
         }
+    if (b->opt.split)
+        bench_split_print_names();
     /* Units stop at busbw: the blanks below type, redop and #wrong are skipped over. */
     printf("\n#%11s %12s%17s", "(B)", "(elements)", "");
-    for (int i = 0, first = 1; i < IMPL_COUNT; i++)
+    for (int i = 0, first = 1; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i)) {
             printf("%*s %9s %7s %7s", first ? 0 : 7, "", "(us)", "(GB/s)", "(GB/s)");
             first = 0;
         }
+    if (b->opt.split) {
+        printf("%*s", 7 + 11 * ratio_count(b), ""); /* the last #wrong, the ratios */
+        bench_split_print_units();
+    }
     printf("\n");
+}
+
+/* A result as a --split cell: its time, or the word the table shows instead. */
+static bench_split_cell_t split_cell(const result_t *r)
+{
+    if (r->status == RUN_OK)
+        return (bench_split_cell_t){r->time_us, NULL};
+    return (bench_split_cell_t){0.0, r->status == RUN_NA ? "n/a" : "failed"};
 }
 
 static void print_row(const bench_t *b, size_t count, const result_t *res)
@@ -966,7 +1096,7 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
     size_t bytes = count * b->esize;
 
     printf("%12zu %12zu %9s %6s", bytes, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op));
-    for (int i = 0; i < IMPL_COUNT; i++) {
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
         const result_t *r = &res[i];
         char wrong[24] = "n/a";
         if (!has(b, i))
@@ -979,9 +1109,9 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
         if (r->wrong >= 0)
             snprintf(wrong, sizeof wrong, "%lld", r->wrong);
         printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us),
-               busbw(b, bytes, r->time_us), wrong);
+               busbw(b->nranks, bytes, r->time_us), wrong);
     }
-    for (int i = 0; i < IMPL_COUNT; i++) {
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
         if (!has_ratio(b, i))
             continue;
         if (res[IMPL_HIAR].status == RUN_OK && res[i].status == RUN_OK)
@@ -989,23 +1119,28 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
         else
             printf(" %10s", "n/a");
     }
+    if (b->opt.split)
+        bench_split_print_row(split_cell(&res[IMPL_HIAR_INTRA]), split_cell(&res[IMPL_MPI_SHARD]),
+                              split_cell(&res[IMPL_HIAR_FLAT]), split_cell(&res[IMPL_HIAR]));
     printf("\n");
     fflush(stdout);
 }
 
+/* size_bytes and count: the message; algbw and busbw: what the implementation reduced. */
 static void print_csv_rows(const bench_t *b, size_t count, const result_t *res)
 {
-    size_t bytes = count * b->esize;
-
     for (int i = 0; i < IMPL_COUNT; i++) {
         const result_t *r = &res[i];
+        size_t bytes;
+        int nranks;
         if (!has(b, i))
             continue;
-        printf("%zu,%zu,%s,%s,%s,", bytes, count, hiar_dtype_name(b->opt.dtype),
+        reduced_size(b, i, count, &bytes, &nranks);
+        printf("%zu,%zu,%s,%s,%s,", count * b->esize, count, hiar_dtype_name(b->opt.dtype),
                hiar_op_name(b->opt.op), impl_names[i]);
         if (r->status == RUN_OK)
             printf("%.3f,%.4f,%.4f,", r->time_us, algbw(bytes, r->time_us),
-                   busbw(b, bytes, r->time_us));
+                   busbw(nranks, bytes, r->time_us));
         else
             printf("n/a,n/a,n/a,");
         if (r->status == RUN_OK && r->wrong >= 0)
@@ -1022,7 +1157,7 @@ static void print_footer(const bench_t *b, const totals_t *totals)
         const totals_t *t = &totals[i];
         if (!has(b, i))
             continue;
-        if (!b->opt.check)
+        if (!checked(b, i))
             fprintf(b->info, "# Out of bounds values : not checked (%s)\n", impl_names[i]);
         else if (t->wrong || t->failed || t->rows)
             fprintf(b->info, "# Out of bounds values : %lld %s (%s)\n", t->wrong,
@@ -1091,7 +1226,7 @@ static void print_info(const bench_t *b)
 {
     const options_t *o = &b->opt;
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len;
+    int len, mpi = has(b, IMPL_MPI) || has(b, IMPL_MPI_SHARD);
 
     MPI_Get_library_version(mpi_version, &len);
     mpi_version[strcspn(mpi_version, "\n")] = '\0';
@@ -1109,17 +1244,22 @@ static void print_info(const bench_t *b)
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
     fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
-    if (has(b, IMPL_MPI) && o->op == HIAR_AVG)
+    if (mpi && o->op == HIAR_AVG)
         fprintf(b->info, "# mpi: avg is MPI_SUM, then a division by nranks on each rank (timed)\n");
-    if (has(b, IMPL_MPI) && b->mpi_user_op)
+    if (mpi && b->mpi_user_op)
         fprintf(b->info, "# mpi: %s as MPI_UINT16_T with a user op that reduces in float\n",
                 hiar_dtype_name(o->dtype));
-    if (has(b, IMPL_MPI) && b->device)
+    if (mpi && b->device)
         fprintf(b->info, "# mpi: %s\n", b->mpi_staged
                 ? "device buffers staged through host memory: D2H copy, MPI_Allreduce, H2D copy, all timed"
                 : "device buffers passed to MPI_Allreduce as they are");
-    if (has(b, IMPL_MPI) && o->graph)
+    if (mpi && o->graph)
         fprintf(b->info, "# mpi: timed eagerly (MPI calls cannot be captured in a CUDA graph)\n");
+    if (o->split)
+        bench_split_describe(&b->split, b->info, b->nranks,
+                             !b->device       ? "host buffers"
+                             : b->mpi_staged ? "device buffers staged as the mpi column's"
+                                             : "device buffers passed as they are");
 }
 
 static void print_header(const bench_t *b)
@@ -1162,6 +1302,19 @@ static void setup(bench_t *b)
 #endif
 }
 
+/* --split's communicators; 2 (bad usage, err set) when hiar's ranks form one group. */
+static int split_setup(bench_t *b, char *err)
+{
+    int rc;
+
+    if (!b->opt.split)
+        return 0;
+    rc = bench_split_setup(&b->split, b->comm, b->device, err, ERR_LEN);
+    if (rc == 1)
+        die("%s", err);
+    return rc;
+}
+
 static void teardown(bench_t *b)
 {
     /* A failed communicator cannot be destroyed collectively: its peers may be gone. */
@@ -1171,6 +1324,7 @@ static void teardown(bench_t *b)
     else if (b->nccl)
         ncclCommDestroy(b->nccl);
 #endif
+    bench_split_teardown(&b->split, b->dead[IMPL_HIAR_INTRA], b->dead[IMPL_HIAR_FLAT]);
     if (b->comm && b->dead[IMPL_HIAR])
         hiar_comm_abort(b->comm);
     else if (b->comm)
@@ -1189,13 +1343,17 @@ static void teardown(bench_t *b)
 #endif
 }
 
-static void account(totals_t *t, const bench_t *b, size_t bytes, const result_t *r)
+static void account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r)
 {
+    size_t bytes;
+    int nranks;
+
+    reduced_size(b, impl, count, &bytes, &nranks);
     t->failed |= r->status == RUN_FAILED;
     if (r->wrong > 0)
         t->wrong += r->wrong;
     if (r->status == RUN_OK) {
-        t->busbw_sum += busbw(b, bytes, r->time_us);
+        t->busbw_sum += busbw(nranks, bytes, r->time_us);
         t->rows++;
     }
 }
@@ -1215,7 +1373,7 @@ static int run_sizes(bench_t *b)
             if (!has(b, i))
                 continue;
             res[i] = measure(b, i, count);
-            account(&totals[i], b, count * b->esize, &res[i]);
+            account(&totals[i], b, i, count, &res[i]);
         }
         if (count > 0 && b->rank == 0)
             (o->csv ? print_csv_rows : print_row)(b, count, res);
@@ -1252,7 +1410,11 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     }
     setup(&b);
-    rc = run_sizes(&b);
+    rc = split_setup(&b, err);
+    if (rc == 0)
+        rc = run_sizes(&b);
+    else if (b.rank == 0)
+        fprintf(stderr, "hiar-bench: %s\n", err);
     teardown(&b);
     MPI_Finalize();
     return rc;

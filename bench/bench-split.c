@@ -1,0 +1,178 @@
+/* hiar-bench --split: communicators for the parts of hiar's multi-group allreduce. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "bench-split.h"
+
+/* "HIAR_GROUPS=0-<size-1>": the ranks of the communicator in one group. */
+static hiar_result_t one_group_comm(MPI_Comm mpi, int size, hiar_comm_t **out)
+{
+    char settings[64];
+    hiar_config_t cfg = HIAR_CONFIG_INIT;
+
+    if (size > 1)
+        snprintf(settings, sizeof settings, "HIAR_GROUPS=0-%d", size - 1);
+    else
+        snprintf(settings, sizeof settings, "HIAR_GROUPS=0");
+    cfg.settings = settings;
+    return hiar_comm_create(mpi, &cfg, out);
+}
+
+static int make_intra(bench_split_t *s, int group, char *err, size_t len)
+{
+    MPI_Comm mpi;
+    hiar_result_t rc;
+    int rank;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split(MPI_COMM_WORLD, group, rank, &mpi);
+    rc = one_group_comm(mpi, s->local_size, &s->intra); /* hiar keeps a duplicate */
+    MPI_Comm_free(&mpi);
+    if (rc == HIAR_SUCCESS)
+        return 0;
+    snprintf(err, len, "--split: hiar_comm_create over this rank's group: %s: %s", hiar_strerror(rc),
+             hiar_last_error());
+    return 1;
+}
+
+/* Shard s: the rank with local rank s % (group size) in every group, ordered by group (as hiar). */
+static int make_shards(bench_split_t *s, int group, char *err, size_t len)
+{
+    s->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)s->nshards);
+    if (!s->shard_comm) {
+        snprintf(err, len, "--split: cannot allocate %d shard communicators", s->nshards);
+        return 1;
+    }
+    for (int sh = 0; sh < s->nshards; sh++) {
+        int mine = sh % s->local_size == s->local_rank;
+        MPI_Comm_split(MPI_COMM_WORLD, mine ? 0 : MPI_UNDEFINED, group, &s->shard_comm[sh]);
+    }
+    return 0;
+}
+
+/* All ranks in one group, or NULL and the reason on every rank. */
+static void make_flat(bench_split_t *s)
+{
+    hiar_result_t rc;
+    int nranks, failed;
+
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    rc = one_group_comm(MPI_COMM_WORLD, nranks, &s->flat);
+    failed = rc != HIAR_SUCCESS;
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!failed)
+        return;
+    if (rc == HIAR_SUCCESS) {
+        hiar_comm_abort(s->flat); /* peers that failed cannot take part in a destroy */
+        s->flat = NULL;
+        snprintf(s->flat_na, sizeof s->flat_na, "hiar_comm_create with all ranks in one group "
+                 "failed on another rank");
+    } else {
+        snprintf(s->flat_na, sizeof s->flat_na, "hiar_comm_create with all ranks in one group: %s: %s",
+                 hiar_strerror(rc), hiar_last_error());
+    }
+}
+
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err, size_t len)
+{
+    hiar_result_t rc;
+    int group;
+
+    *s = (bench_split_t){0};
+    rc = hiar_comm_group(comm, device, &s->ngroups, &group, &s->local_rank, &s->local_size);
+    if (rc != HIAR_SUCCESS) {
+        snprintf(err, len, "--split: hiar_comm_group: %s: %s", hiar_strerror(rc), hiar_last_error());
+        return 1;
+    }
+    if (s->ngroups < 2) {
+        snprintf(err, len, "--split needs hiar's ranks in several groups, but its %s-buffer grouping "
+                 "has one (set HIAR_GROUPS, HIAR_HOST_ID or HIAR_GROUP_LEVEL: doc/params.md)",
+                 device ? "device" : "host");
+        return 2;
+    }
+    MPI_Allreduce(&s->local_size, &s->nshards, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (make_intra(s, group, err, len) || make_shards(s, group, err, len))
+        return 1;
+    make_flat(s);
+    return 0;
+}
+
+static void close_comm(hiar_comm_t *comm, int failed)
+{
+    if (comm && failed)
+        hiar_comm_abort(comm);
+    else if (comm)
+        hiar_comm_destroy(comm);
+}
+
+void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed)
+{
+    close_comm(s->intra, intra_failed);
+    close_comm(s->flat, flat_failed);
+    for (int sh = 0; s->shard_comm && sh < s->nshards; sh++)
+        if (s->shard_comm[sh] != MPI_COMM_NULL)
+            MPI_Comm_free(&s->shard_comm[sh]);
+    free(s->shard_comm);
+    *s = (bench_split_t){0};
+}
+
+void bench_split_shard(const bench_split_t *s, size_t count, int shard, size_t *first, size_t *n)
+{
+    size_t per = (count + (size_t)s->nshards - 1) / (size_t)s->nshards;
+    size_t begin = per * (size_t)shard;
+
+    *first = begin < count ? begin : count;
+    *n = count - *first < per ? count - *first : per;
+}
+
+void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how)
+{
+    fprintf(out, "# split: %d groups, the largest of %d ranks; each column timed like the others "
+                 "(same buffers, warm-up, barrier, ITERS calls, max over ranks of the per-rank mean)\n",
+            s->ngroups, s->nshards);
+    fprintf(out, "# split: intra = hiar_allreduce of the full message on a hiar comm over this "
+                 "rank's group only; checked against the reduction over the group (hiar-intra)\n");
+    fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards of ceil(count/%d) "
+                 "elements, shard s over the ranks with local rank s %% (group size) in every group "
+                 "(as hiar: a smaller group's ranks reduce several, one after the other); %s; "
+                 "not checked (mpi-shard)\n",
+            s->nshards, s->nshards, inter_how);
+    if (s->flat)
+        fprintf(out, "# split: flat = hiar_allreduce on a hiar comm with HIAR_GROUPS=0-%d (one group "
+                     "over all ranks); checked (hiar-flat)\n", nranks - 1);
+    else
+        fprintf(out, "# split: flat = n/a: %s\n", s->flat_na);
+    fprintf(out, "# split: hiar/(intra+inter) = the hiar column's time over intra + inter "
+                 "(goal: <= 1.1)\n");
+}
+
+void bench_split_print_names(void)
+{
+    printf(" %10s %10s %10s %18s", "intra", "inter", "flat", "hiar/(intra+inter)");
+}
+
+void bench_split_print_units(void)
+{
+    printf(" %10s %10s %10s", "(us)", "(us)", "(us)");
+}
+
+static void print_cell(bench_split_cell_t c)
+{
+    if (c.word)
+        printf(" %10s", c.word);
+    else
+        printf(" %10.2f", c.us);
+}
+
+void bench_split_print_row(bench_split_cell_t intra, bench_split_cell_t inter,
+                           bench_split_cell_t flat, bench_split_cell_t total)
+{
+    print_cell(intra);
+    print_cell(inter);
+    print_cell(flat);
+    if (intra.word || inter.word || total.word)
+        printf(" %18s", "n/a");
+    else
+        printf(" %18.2f", total.us / (intra.us + inter.us));
+}

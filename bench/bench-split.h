@@ -1,0 +1,70 @@
+/*
+ * hiar-bench --split: the parts of a multi-group hiar allreduce, timed apart
+ * so that hiar's total can be set against them.
+ *
+ *   intra  hiar_allreduce of the full message on a hiar comm over this rank's
+ *          group alone (one group: HIAR_GROUPS=0-<m-1>)
+ *   inter  MPI_Allreduce of this rank's shards over the ranks that own the
+ *          same shard in every group, as hiar's inter-group step: the message
+ *          is cut into as many shards as the largest group has ranks
+ *          (ceil(count / shards) elements each), and shard s belongs to the
+ *          rank whose local rank is s % (its group's size), so a rank of a
+ *          smaller group reduces several shards, one after the other
+ *   flat   hiar_allreduce on a hiar comm with every rank in one group
+ *          (HIAR_GROUPS=0-<n-1>); n/a where hiar cannot make that group
+ *
+ * This file sets up the communicators, cuts the shards and prints the split
+ * columns; hiar-bench times the calls with its own machinery.
+ */
+#ifndef BENCH_SPLIT_H
+#define BENCH_SPLIT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <mpi.h>
+
+#include "hiar.h"
+
+typedef struct {
+    int ngroups;          /* hiar's groups (of host or device buffers) */
+    int local_rank;       /* this rank's position in its group */
+    int local_size;       /* ranks in this rank's group */
+    int nshards;          /* shards between groups: ranks of the largest group */
+    hiar_comm_t *intra;   /* over this rank's group */
+    hiar_comm_t *flat;    /* over all ranks in one group; NULL: n/a */
+    MPI_Comm *shard_comm; /* [nshards]: shard s's ranks; MPI_COMM_NULL where not one */
+    char flat_na[256];    /* why flat is NULL */
+} bench_split_t;
+
+/*
+ * Collective over MPI_COMM_WORLD, over whose ranks `comm` was made.
+ * Returns 0; 2 (usage) when comm has one group; 1 when a communicator could
+ * not be made.  err (len bytes) says why.
+ */
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err, size_t len);
+
+/* Collective; a communicator that failed (`*_failed`) is aborted instead. */
+void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed);
+
+/* Elements [*first, *first + *n) of a count-element message form shard `shard`. */
+void bench_split_shard(const bench_split_t *s, size_t count, int shard, size_t *first, size_t *n);
+
+/* '#' lines: what each split column measures; `inter_how` says how MPI sees the buffers. */
+void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how);
+
+/* The table's split columns: names, units, and one row's values. */
+void bench_split_print_names(void);
+void bench_split_print_units(void);
+
+/* One split cell: a time in microseconds, or the word shown instead (word != NULL). */
+typedef struct {
+    double us;
+    const char *word;
+} bench_split_cell_t;
+
+/* intra, inter, flat, then hiar's total (word != NULL: no ratio). */
+void bench_split_print_row(bench_split_cell_t intra, bench_split_cell_t inter,
+                           bench_split_cell_t flat, bench_split_cell_t total);
+
+#endif
