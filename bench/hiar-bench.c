@@ -548,11 +548,6 @@ static int is_hiar(int impl)
     return impl == IMPL_HIAR || impl == IMPL_HIAR_INTRA || impl == IMPL_HIAR_FLAT;
 }
 
-static int is_mpi(int impl)
-{
-    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD;
-}
-
 /* The hiar communicator an implementation calls; NULL: not made (flat: n/a). */
 static hiar_comm_t *comm_of(const bench_t *b, int impl)
 {
@@ -937,6 +932,14 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
     *seconds = (MPI_Wtime() - t0) / b->opt.iters;
     cudaGraphExecDestroy(exec);
     return agree(async_status(b, impl, RUN_OK));
+}
+#endif
+
+#ifdef HIAR_HAVE_CUDA
+/* MPI calls cannot be captured in a graph: they stay eager under --graph. */
+static int is_mpi(int impl)
+{
+    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD;
 }
 #endif
 
