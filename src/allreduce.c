@@ -115,6 +115,14 @@ static hiar_result_t inter_step(hiar_comm_t *comm, size_t count, hiar_dtype_t dt
     return HIAR_SUCCESS;
 }
 
+/* The comm's scratch, where MPI reduces (allocated at first use). */
+static hiar_result_t need_scratch(hiar_comm_t *comm)
+{
+    if (!comm->scratch && !(comm->scratch = malloc(HIAR_MPI_SCRATCH_BYTES)))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bytes of MPI scratch", HIAR_MPI_SCRATCH_BYTES);
+    return HIAR_SUCCESS;
+}
+
 /*
  * One-shot in the group into the scratch, then one MPI allreduce of a copy of
  * the group sum per shard this rank owns (each shard communicator has one
@@ -127,8 +135,7 @@ static hiar_result_t run_hier_oneshot(hiar_comm_t *comm, const void *send, void 
     size_t bytes = n * hiar_dtype_size(dtype);
     char *sum, *copy;
 
-    if (!comm->scratch && !(comm->scratch = malloc(HIAR_MPI_SCRATCH_BYTES)))
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bytes of MPI scratch", HIAR_MPI_SCRATCH_BYTES);
+    HIAR_CHECK(need_scratch(comm));
     sum = comm->scratch;
     HIAR_CHECK(hiar_shm_oneshot(comm->shm, send, sum, n, dtype, op, 0, wait));
     copy = sum + bytes;
@@ -175,8 +182,7 @@ static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvb
 {
     size_t esize = hiar_dtype_size(dtype), chunk = HIAR_MPI_SCRATCH_BYTES / esize;
 
-    if (!comm->scratch && !(comm->scratch = malloc(HIAR_MPI_SCRATCH_BYTES)))
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d bytes of MPI scratch", HIAR_MPI_SCRATCH_BYTES);
+    HIAR_CHECK(need_scratch(comm));
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
         memcpy(comm->scratch, (const char *)sendbuf + off * esize, n * esize);
@@ -261,9 +267,9 @@ static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void 
     chunk = bytes / esize;
     for (size_t off = 0; off < count; off += chunk) {
         size_t n = count - off < chunk ? count - off : chunk;
-        HIAR_CHECK(hiar_devcomm_copy(stage, (const char *)sendbuf + off * esize, n * esize, stream));
+        HIAR_CHECK(hiar_cuda_copy(stage, (const char *)sendbuf + off * esize, n * esize, stream));
         HIAR_CHECK(run_host(comm, path, stage, stage, n, dtype, op));
-        HIAR_CHECK(hiar_devcomm_copy((char *)recvbuf + off * esize, stage, n * esize, stream));
+        HIAR_CHECK(hiar_cuda_copy((char *)recvbuf + off * esize, stage, n * esize, stream));
     }
     return HIAR_SUCCESS;
 }

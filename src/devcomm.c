@@ -365,11 +365,6 @@ hiar_result_t hiar_devcomm_hier_allreduce(hiar_comm_t *comm, hiar_devcomm_t *dev
     return HIAR_SUCCESS;
 }
 
-hiar_result_t hiar_devcomm_copy(void *dst, const void *src, size_t bytes, hiar_stream_t stream)
-{
-    return hiar_cuda_copy(dst, src, bytes, stream);
-}
-
 hiar_result_t hiar_devcomm_status(const hiar_devcomm_t *dev)
 {
     return dev && dev->ipc ? hiar_ipc_status(dev->ipc) : HIAR_SUCCESS;

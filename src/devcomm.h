@@ -57,9 +57,8 @@ hiar_result_t hiar_devcomm_hier_allreduce(struct hiar_comm *comm, hiar_devcomm_t
                                           void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                           hiar_stream_t stream);
 
-/* Pinned host buffer for staging, and the copies through it (synchronous on stream). */
+/* Pinned host buffer for staging device buffers through the host path. */
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes);
-hiar_result_t hiar_devcomm_copy(void *dst, const void *src, size_t bytes, hiar_stream_t stream);
 
 /* HIAR_TIMEOUT once a kernel gave up waiting; HIAR_SUCCESS otherwise. */
 hiar_result_t hiar_devcomm_status(const hiar_devcomm_t *dev);
