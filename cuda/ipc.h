@@ -6,7 +6,9 @@
  *   | signals (flags, 128 B apart) | LL packets: 2 parities x n senders | data: 4 slots |
  *
  * Calls are numbered by an epoch kept on the device (so CUDA graphs replay
- * correctly); the last block of a kernel advances it.  A call's buffers are
+ * correctly), one copy per block index so that no block waits for another:
+ * block b reads and advances copy b, and block 0 also advances the copies of
+ * the blocks the call did not launch.  A call's buffers are
  * chosen by the epoch's parity: a rank writes into a peer's buffers of parity
  * p only in call e, whose previous use was call e-2; during call e-1 it
  * received something the peer sent in call e-1, i.e. after the peer's kernel
@@ -24,7 +26,10 @@
 #include "kernels.h"
 
 #define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
-#define HIAR_IPC_MAX_BLOCKS 128
+/* Blocks of a kernel: one-shot kernels use up to 128 (one per SM), two-shot
+ * of large messages up to 256 (two per SM; see hiar_blocks_for). */
+#define HIAR_IPC_MAX_BLOCKS 256
+#define HIAR_IPC_ONESHOT_BLOCKS 128
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
 #define HIAR_IPC_FLAG_STRIDE 128
 /* Largest one-shot (LL) message: packets carry 8 data bytes in 16. */
@@ -39,10 +44,9 @@ typedef struct {
     int status; /* set by a kernel: HIAR_TIMEOUT */
 } hiar_ipc_control_t;
 
-/* Per-rank device state (not shared). */
+/* Per-rank device state (not shared): calls completed, per block index. */
 typedef struct {
-    uint32_t epoch;       /* calls completed */
-    uint32_t blocks_done; /* blocks of the running call that finished */
+    uint32_t epoch[HIAR_IPC_MAX_BLOCKS];
 } hiar_ipc_state_t;
 
 typedef struct {
@@ -52,6 +56,7 @@ typedef struct {
     const hiar_ipc_control_t *ctl;
     uint64_t timeout_ns;
     size_t slot_bytes; /* one of the 4 data slots */
+    unsigned max_blocks; /* of a two-shot kernel, the same on every rank of the group */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;
 

@@ -91,6 +91,14 @@ size_t hiar_ipc_oneshot_max(void);
 hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
                               unsigned char handle[HIAR_IPC_HANDLE_BYTES]);
 
+/*
+ * Keeps kernels to one block per SM.  Spinning blocks wait for their peers'
+ * blocks, so a kernel's blocks must all be resident at once: with another
+ * process on the GPU, two blocks per SM may not fit.  Every rank of the
+ * group calls it or none.
+ */
+void hiar_ipc_narrow(hiar_ipc_t *ipc);
+
 /* Maps every peer's allocation; handles holds n handles in rank order. */
 hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);
 

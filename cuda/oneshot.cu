@@ -19,7 +19,8 @@
  */
 #include "device.cuh"
 
-/* Small blocks spread the packets of a small message over more SMs. */
+/* Small blocks spread the packets of a small message over more SMs; past
+ * HIAR_IPC_ONESHOT_BLOCKS of them, blocks grow so a thread still moves one packet. */
 #define LL_THREADS 128
 
 __device__ __forceinline__ void ll_store(uint4 *dst, uint4 v)
@@ -47,10 +48,10 @@ __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, 
 }
 
 template <typename T>
-__global__ void __launch_bounds__(LL_THREADS)
+__global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int op, int divisor)
 {
-    const uint32_t e = a.state->epoch + 1, parity = e & 1;
+    const uint32_t e = call_epoch(a), parity = e & 1;
     const size_t packets = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     hiar_waiter w = waiter_begin(a);
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
                  size_t piece)
 {
-    const uint32_t e = a.state->epoch + 1;
+    const uint32_t e = call_epoch(a);
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 
@@ -192,12 +193,12 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     finish_call(a, e);
 }
 
-/* Piece size: enough blocks for the links (<= HIAR_IPC_MAX_BLOCKS pieces in
+/* Piece size: enough blocks for the links (<= HIAR_IPC_ONESHOT_BLOCKS pieces in
  * flight), each ring of 4 x n pieces within half the data slots. */
 static size_t push_piece_bytes(const hiar_ipc_args_t *a, size_t bytes)
 {
-    size_t max = 2 * a->slot_bytes / (HIAR_IPC_MAX_BLOCKS * PUSH_RING * (size_t)a->n) / HIAR_UNIT * HIAR_UNIT;
-    size_t piece = (bytes / HIAR_IPC_MAX_BLOCKS + HIAR_UNIT - 1) / HIAR_UNIT * HIAR_UNIT;
+    size_t max = 2 * a->slot_bytes / (HIAR_IPC_ONESHOT_BLOCKS * PUSH_RING * (size_t)a->n) / HIAR_UNIT * HIAR_UNIT;
+    size_t piece = (bytes / HIAR_IPC_ONESHOT_BLOCKS + HIAR_UNIT - 1) / HIAR_UNIT * HIAR_UNIT;
     size_t min = HIAR_THREADS * HIAR_UNIT;
 
     piece = piece < min ? min : piece;
@@ -209,7 +210,7 @@ static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *o
                                hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
-    unsigned blocks = (unsigned)(pieces < HIAR_IPC_MAX_BLOCKS ? pieces : HIAR_IPC_MAX_BLOCKS);
+    unsigned blocks = (unsigned)(pieces < HIAR_IPC_ONESHOT_BLOCKS ? pieces : HIAR_IPC_ONESHOT_BLOCKS);
 
     oneshot_push<T><<<blocks, HIAR_THREADS, 0, stream>>>(*a, (const char *)in, (char *)out, bytes, esize,
                                                         (int)op, divisor, piece);
@@ -220,13 +221,18 @@ template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                           hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    size_t packets = (bytes + 7) / 8;
-    unsigned threads = packets < LL_THREADS ? (unsigned)((packets + 31) / 32 * 32) : LL_THREADS;
-    size_t blocks = (packets + threads - 1) / threads;
+    size_t packets = (bytes + 7) / 8, per_block = (packets + HIAR_IPC_ONESHOT_BLOCKS - 1) / HIAR_IPC_ONESHOT_BLOCKS;
+    size_t threads = per_block <= LL_THREADS ? LL_THREADS : (per_block + 31) / 32 * 32;
+    size_t blocks;
 
-    if (blocks > HIAR_IPC_MAX_BLOCKS)
-        blocks = HIAR_IPC_MAX_BLOCKS;
-    oneshot_ll<T><<<(unsigned)blocks, threads, 0, stream>>>(*a, (const char *)in, (char *)out, bytes,
+    if (packets < LL_THREADS)
+        threads = (packets + 31) / 32 * 32;
+    if (threads > HIAR_THREADS)
+        threads = HIAR_THREADS;
+    blocks = (packets + threads - 1) / threads;
+    if (blocks > HIAR_IPC_ONESHOT_BLOCKS)
+        blocks = HIAR_IPC_ONESHOT_BLOCKS;
+    oneshot_ll<T><<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(*a, (const char *)in, (char *)out, bytes,
                                                              esize, (int)op, divisor);
     return cudaGetLastError();
 }

@@ -28,6 +28,7 @@
 struct ts_chunk {
     size_t c0, bytes; /* chunk position and size in the message */
     size_t cap;       /* bytes reserved per shard in a slot */
+    size_t span;      /* bytes of a shard the blocks' parts are cut from */
     int nshards, k;   /* shards, and shards owned per rank (at most) */
     char *slot[HIAR_IPC_MAX_RANKS]; /* this call's and chunk's slot on every rank */
     uint64_t value;   /* flag value of this chunk: epoch and chunk number */
@@ -35,16 +36,18 @@ struct ts_chunk {
 
 /*
  * Byte range of this block's part of shard s of the chunk (relative to the
- * chunk), and the shard's start.  The part is cut from a full shard (cap
- * bytes) and then clipped, so a block uses the same slot bytes in a short
- * last chunk as in full ones: a peer's block b' may still be reading its own
- * bytes of this slot from two chunks ago; block b waited only for block b.
+ * chunk), and the shard's start.  The part is cut from `span` bytes and then
+ * clipped.  With several chunks, span is a full shard (cap), so a block uses
+ * the same slot bytes in a short last chunk as in full ones: a peer's block
+ * b' may still be reading its own bytes of this slot from two chunks ago;
+ * block b waited only for block b.  A message of one chunk reuses no slot
+ * in the call, and span is its largest shard, so every block gets work.
  */
 __device__ __forceinline__ void block_part(const ts_chunk &c, int s, size_t *lo, size_t *hi, size_t *s_lo)
 {
     size_t s_hi, rel_lo, rel_hi, len;
     hiar_ipc_shard_range(c.bytes, c.nshards, s, s_lo, &s_hi);
-    split(c.cap / HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
+    split(c.span / HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
     len = s_hi - *s_lo;
     *lo = *s_lo + (rel_lo < len ? rel_lo : len);
     *hi = *s_lo + (rel_hi < len ? rel_hi : len);
@@ -137,12 +140,19 @@ __device__ __forceinline__ void copy_others(const hiar_ipc_args_t &a, const ts_c
     }
 }
 
+/* The largest shard of a message of `bytes` in one chunk (whole units). */
+__device__ __forceinline__ size_t one_chunk_span(size_t bytes, int nshards)
+{
+    size_t units = (bytes + HIAR_IPC_SHARD_UNIT - 1) / HIAR_IPC_SHARD_UNIT;
+    return (units + nshards - 1) / nshards * HIAR_IPC_SHARD_UNIT;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS)
     twoshot(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
             size_t chunk_bytes, int nshards, int steps)
 {
-    const uint32_t e = a.state->epoch + 1;
+    const uint32_t e = call_epoch(a);
     hiar_waiter w = waiter_begin(a);
     uint32_t step = 0;
 
@@ -153,6 +163,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
         c.nshards = nshards;
         c.k = (nshards + a.n - 1) / a.n;
         c.cap = chunk_bytes / nshards;
+        c.span = total <= chunk_bytes ? one_chunk_span(total, nshards) : c.cap;
         /* Slot by call parity and chunk parity: see ipc.h for why two of each. */
         for (int p = 0; p < a.n; p++)
             c.slot[p] = a.base[p] + a.data_offset + (size_t)((e & 1) * 2 + (step & 1)) * a.slot_bytes;
@@ -179,7 +190,9 @@ template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                           hiar_op_t op, int divisor, int nshards, int steps, size_t chunk, cudaStream_t stream)
 {
-    twoshot<T><<<hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)nshards), HIAR_THREADS, 0, stream>>>(
+    unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)nshards);
+
+    twoshot<T><<<blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, 0, stream>>>(
         *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards, steps);
     return cudaGetLastError();
 }

@@ -27,7 +27,7 @@ run tests $mpi -np "$ngpu" ./tests/gpu/test_gpu
 run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
-run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench -b 1K -e 256M -f 4 -n 20 -w 5
+run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench --split -b 1K -e 256M -f 4 -n 20 -w 5
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
@@ -37,8 +37,9 @@ run tests $mps ./tests/gpu/test_gpu --quick
 for g in "0,1|2,3" "0,2|1,3" "0|1,2,3"; do
     run tests $mps -x HIAR_GROUPS="$g" ./tests/gpu/test_gpu --quick
 done
-run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench -b 1K -e 256M -f 4 -n 20 -w 5
-run bench-hier $mps $bench --impl hiar,nccl -b 1K -e 256M -f 4 -n 20 -w 5
+# NCCL cannot put two ranks on one GPU: hiar against MPI only.
+run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
+run bench-hier $mps $bench --impl hiar,mpi -b 1K -e 256M -f 4 -n 20 -w 5
 echo quit | nvidia-cuda-mps-control
 
 run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1

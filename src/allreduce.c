@@ -124,29 +124,20 @@ static hiar_result_t need_scratch(hiar_comm_t *comm)
 }
 
 /*
- * One-shot in the group into the scratch, then one MPI allreduce of a copy of
- * the group sum per shard this rank owns (each shard communicator has one
- * rank of every group, so every group sum meets every other once).  MPI
- * works in the scratch: see run_mpi.
+ * One-shot in the group into the scratch, then MPI between groups on copies
+ * of the group sum (hiar_inter_oneshot).  MPI works in the scratch: see
+ * run_mpi.
  */
 static hiar_result_t run_hier_oneshot(hiar_comm_t *comm, const void *send, void *recv, size_t n,
                                       hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)
 {
-    size_t bytes = n * hiar_dtype_size(dtype);
-    char *sum, *copy;
+    char *result;
 
     HIAR_CHECK(need_scratch(comm));
-    sum = comm->scratch;
-    HIAR_CHECK(hiar_shm_oneshot(comm->shm, send, sum, n, dtype, op, 0, wait));
-    copy = sum + bytes;
-    for (int s = comm->local; s < comm->nshards; s += comm->local_size, copy += bytes) {
-        memcpy(copy, sum, bytes);
-        HIAR_CHECK(hiar_inter_allreduce(copy, n, dtype, op, comm->shard_comm[s], wait));
-    }
-    copy = sum + bytes; /* the first owned shard's result; the others are equal */
-    if (op == HIAR_AVG)
-        hiar_reduce_host(copy, (const void *const *)&copy, 1, n, dtype, HIAR_SUM, comm->size);
-    memcpy(recv, copy, bytes);
+    HIAR_CHECK(hiar_shm_oneshot(comm->shm, send, comm->scratch, n, dtype, op, 0, wait));
+    HIAR_CHECK(hiar_inter_oneshot(comm->scratch, n, dtype, op, comm->shard_comm, comm->local, comm->local_size,
+                                  comm->nshards, comm->size, wait, &result));
+    memcpy(recv, result, n * hiar_dtype_size(dtype));
     return HIAR_SUCCESS;
 }
 
@@ -215,7 +206,7 @@ static hiar_plan_t plan(const hiar_comm_t *comm, size_t bytes, int device)
     hiar_plan_input_t in = {comm->size, comm->groups.ngroups, bytes,
                             (int)hiar_comm_param(comm, HIAR_P_ALGO),
                             (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0,
-                            device ? 0 : hier_oneshot_max(comm), 0};
+                            hier_oneshot_max(comm), 0};
 #ifdef HIAR_HAVE_CUDA
     /* Device buffers follow the device grouping (topology), host ones the host's. */
     if (device && comm->dev) {
@@ -292,7 +283,10 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
     }
     if (device && path == HIAR_PLAN_HIER && hiar_devcomm_hier_ready(comm->dev))
         return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);
-    if (device) /* through host memory, so along the host grouping */
+    /* The rest goes through host memory, so along the host grouping; small
+     * messages over groups too (HIER_ONESHOT): MPI needs them on the host
+     * anyway, and the host's one-shot is quicker than a kernel and a sync. */
+    if (device)
         return run_staged(comm, plan(comm, count * hiar_dtype_size(dtype), 0), sendbuf, recvbuf, count, dtype,
                           op, stream);
 #else

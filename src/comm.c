@@ -305,7 +305,6 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     const hiar_grouping_t *g;
     size_t slot;
 
-    HIAR_CHECK(hiar_inter_init());
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(gather_and_group(comm));
     g = &comm->groups;

@@ -101,7 +101,22 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
     ipc_teardown(dev, 1);
 }
 
-/* Shares bus ids in the group: who has a GPU, and who shares one. */
+/*
+ * Whether another rank of the comm may use this rank's GPU: one with the
+ * same bus id on any host (HIAR_HOST_ID makes one machine look like
+ * several, so hosts cannot rule it out; the cost of a false alarm is only
+ * hiar_ipc_narrow).
+ */
+static int gpu_crowded(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
+{
+    const char *mine = dev->facts[comm->rank].pci.bus_id;
+
+    for (int r = 0; r < comm->size; r++)
+        if (r != comm->rank && mine[0] && strcmp(dev->facts[r].pci.bus_id, mine) == 0)
+            return 1;
+    return 0;
+}
+
 /* Whether every rank of this rank's group has a GPU, and whether one shares ours. */
 static int group_has_gpus(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 {
@@ -204,9 +219,11 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
         return rc;
     }
     all_gpu = group_has_gpus(comm, dev);
-    if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP)
+    if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP) {
         ipc_setup(comm, dev);
-    else
+        if (dev->ipc && !group_all(dev, !gpu_crowded(comm, dev)))
+            hiar_ipc_narrow(dev->ipc);
+    } else
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: %s",
                  dev->local_size < 2 ? "the group has one rank"
                  : !all_gpu          ? "not every rank of the group has a GPU"

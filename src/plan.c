@@ -10,7 +10,7 @@ const char *hiar_plan_name(hiar_plan_t path)
 
 static hiar_plan_t choose_ipc(const hiar_plan_input_t *in)
 {
-    size_t limit = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_MAX_DEFAULT;
+    size_t limit = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
 
     if (limit > in->ipc_ll_max)
         limit = in->ipc_ll_max;
@@ -20,7 +20,8 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in)
         return HIAR_PLAN_IPC_TWOSHOT;
     if (in->bytes <= limit)
         return HIAR_PLAN_IPC_LL;
-    return in->nranks == 2 || in->bytes <= HIAR_IPC_PUSH_MAX ? HIAR_PLAN_IPC_PUSH : HIAR_PLAN_IPC_TWOSHOT;
+    return in->bytes <= (in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX) ? HIAR_PLAN_IPC_PUSH
+                                                                                  : HIAR_PLAN_IPC_TWOSHOT;
 }
 
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)

@@ -8,7 +8,7 @@ typedef enum {
     HIAR_PLAN_ONESHOT, /* inside the one group: everyone reduces everything */
     HIAR_PLAN_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
     HIAR_PLAN_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
-    HIAR_PLAN_HIER_ONESHOT, /* small, host: one-shot in groups, every rank MPI between */
+    HIAR_PLAN_HIER_ONESHOT, /* small: one-shot in groups, every rank MPI between */
     HIAR_PLAN_MPI,     /* MPI_Allreduce over all ranks */
     HIAR_PLAN_IPC_LL,      /* device buffers, one group: LL one-shot kernel */
     HIAR_PLAN_IPC_PUSH,    /* device buffers, one group: push one-shot kernel */
@@ -17,11 +17,18 @@ typedef enum {
 
 /* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0. */
 #define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
-/* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is 0. */
-#define HIAR_IPC_ONESHOT_MAX_DEFAULT (64 * 1024)
+/* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
+ * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
+ * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message, so more ranks
+ * get less. */
+#define HIAR_IPC_ONESHOT_BUDGET (1024 * 1024)
 /* Largest push one-shot message for more than 2 ranks: one-shot moves
  * (n-1) x the message per rank, two-shot 2 (n-1)/n x. */
 #define HIAR_IPC_PUSH_MAX (1024 * 1024)
+/* On 2 ranks both move the message once; push needs one exchange instead of
+ * two, two-shot reduces half each: on 2 H200 push led at 4 MB (23 against
+ * 46 us), two-shot from 16 MB (69 against 76 us; 346 against 287 GB/s at 1 GB). */
+#define HIAR_IPC_PUSH2_MAX (8 * 1024 * 1024)
 
 typedef struct {
     int nranks, ngroups;
@@ -29,7 +36,7 @@ typedef struct {
     int algo;           /* HIAR_ALGO */
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
     int ipc;            /* device buffers and the group has the IPC transport */
-    size_t hier_oneshot_max; /* host buffers over groups: largest one-shot hier message, 0 = none */
+    size_t hier_oneshot_max; /* over groups: largest one-shot hier message, 0 = none */
     size_t ipc_ll_max;  /* largest message the IPC one-shot kernel takes */
 } hiar_plan_input_t;
 

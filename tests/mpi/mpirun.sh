@@ -5,7 +5,9 @@
 # only what -x names).  Exit 77 (automake's SKIP) when there is no mpirun.
 # A hang fails after HIAR_TEST_TIMEOUT seconds (default 300) instead of
 # blocking the whole `make check`.  HIAR_TEST_MPIRUN_ARGS adds options, e.g.
-# "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any".
+# "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any";
+# HIAR_TEST_BTL replaces the BTLs (default self,vader,tcp), e.g. self,tcp
+# to send every message over TCP loopback.
 if [ $# -lt 2 ]; then
     echo "usage: $0 NP PROGRAM [ARGS...]" >&2
     exit 99
@@ -42,7 +44,7 @@ timeout=${HIAR_TEST_TIMEOUT:-300}
 start=$(date +%s)
 set -x
 timeout -k 10 "$timeout" "$MPIRUN" --oversubscribe --bind-to none \
-    --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none \
+    --mca btl "${HIAR_TEST_BTL:-self,vader,tcp}" --mca btl_vader_single_copy_mechanism none \
     $HIAR_TEST_MPIRUN_ARGS $forward -np "$np" "$@"
 rc=$?
 { set +x; } 2>/dev/null

@@ -1,8 +1,8 @@
 /*
  * Path choice (src/plan.c) for each combination of grouping, size and
  * HIAR_ALGO on host buffers, and how messages are cut into shards
- * (src/shard.h).  Which IPC kernel serves device buffers is tuned on the GPU
- * machine; here only that device buffers of one group get an IPC plan.
+ * (src/shard.h).  The crossovers between IPC kernels were measured on the
+ * GPU machine (plan.h); here they are pinned so a change is deliberate.
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -58,6 +58,25 @@ static const plan_case_t plan_cases[] = {
     {4, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_HIER},
     {2, 1, 4, HIAR_ALGO_MPI, 0, 1, M, HIAR_PLAN_MPI},
     {2, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_MPI},
+    /* one group with IPC: LL up to 1 MB / ranks (or HIAR_ONESHOT_MAX, at most
+     * the LL limit), push up to 8 MB on 2 ranks and 1 MB on more, two-shot above */
+    {2, 1, 512 * K, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
+    {2, 1, 512 * K + 2, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 8 * M, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 8 * M + 2, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_TWOSHOT},
+    {2, 1, 1024 * M, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_TWOSHOT},
+    {4, 1, 256 * K, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
+    {4, 1, 256 * K + 4, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {4, 1, M, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {4, 1, M + 4, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_TWOSHOT},
+    {8, 1, 128 * K, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
+    {8, 1, 128 * K + 8, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 4 * K, HIAR_ALGO_AUTO, 4 * K, 1, 512 * K, HIAR_PLAN_IPC_LL},
+    {2, 1, 4 * K + 2, HIAR_ALGO_AUTO, 4 * K, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 512 * K + 2, HIAR_ALGO_AUTO, 4 * M, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 4, HIAR_ALGO_ONESHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
+    {2, 1, 64 * M, HIAR_ALGO_ONESHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
+    {2, 1, 4, HIAR_ALGO_TWOSHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_TWOSHOT},
 };
 
 Test(plan, each_combination)
