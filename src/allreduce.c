@@ -197,7 +197,7 @@ static size_t hier_oneshot_max(const hiar_comm_t *comm)
     size_t max = (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)comm->nshards + 1);
 
-    max = max ? max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    max = max ? max : HIAR_HIER_ONESHOT_MAX_DEFAULT;
     return max < fits ? max : fits;
 }
 
@@ -281,11 +281,12 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
         return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
-    if (device && path == HIAR_PLAN_HIER && hiar_devcomm_hier_ready(comm->dev))
+    if (device && path == HIAR_PLAN_HIER && count * hiar_dtype_size(dtype) > HIAR_DEVICE_HIER_MIN &&
+        hiar_devcomm_hier_ready(comm->dev))
         return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);
     /* The rest goes through host memory, so along the host grouping; small
-     * messages over groups too (HIER_ONESHOT): MPI needs them on the host
-     * anyway, and the host's one-shot is quicker than a kernel and a sync. */
+     * messages over groups too: MPI needs them on the host anyway, and the
+     * host's shared memory is quicker than two kernels and a sync. */
     if (device)
         return run_staged(comm, plan(comm, count * hiar_dtype_size(dtype), 0), sendbuf, recvbuf, count, dtype,
                           op, stream);
