@@ -1,0 +1,60 @@
+/* hiar-bench's NCCL implementation (built with NCCL only). */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "bench-nccl.h"
+
+#define NCCL_DIE(_call)                                                                    \
+    do {                                                                                   \
+        ncclResult_t nccl_rc_ = (_call);                                                   \
+        if (nccl_rc_ != ncclSuccess)                                                       \
+            die("%s: %s", #_call, ncclGetErrorString(nccl_rc_));                           \
+    } while (0)
+
+static ncclDataType_t nccl_type_of(hiar_dtype_t dtype)
+{
+    switch (dtype) {
+    case HIAR_INT32: return ncclInt32;
+    case HIAR_INT64: return ncclInt64;
+    case HIAR_FLOAT16: return ncclFloat16;
+    case HIAR_BFLOAT16: return ncclBfloat16;
+    case HIAR_FLOAT32: return ncclFloat32;
+    case HIAR_FLOAT64: return ncclFloat64;
+    case HIAR_UINT8: return ncclUint8;
+    default: return ncclInt8; /* HIAR_INT8 */
+    }
+}
+
+static ncclRedOp_t nccl_op_of(hiar_op_t op)
+{
+    switch (op) {
+    case HIAR_PROD: return ncclProd;
+    case HIAR_MIN: return ncclMin;
+    case HIAR_MAX: return ncclMax;
+    case HIAR_AVG: return ncclAvg;
+    default: return ncclSum;
+    }
+}
+
+void nccl_setup(bench_t *b)
+{
+    ncclUniqueId id;
+
+    if (b->rank == 0)
+        NCCL_DIE(ncclGetUniqueId(&id));
+    MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    NCCL_DIE(ncclCommInitRank(&b->nccl, b->nranks, id, b->rank));
+}
+
+run_t run_nccl(bench_t *b, size_t count)
+{
+    ncclResult_t rc = ncclAllReduce(b->send, b->recv, count, nccl_type_of(b->opt.dtype),
+                                    nccl_op_of(b->opt.op), b->nccl, b->stream);
+
+    if (rc == ncclSuccess)
+        return RUN_OK;
+    fprintf(stderr, "hiar-bench: rank %d: ncclAllReduce: %s: %s\n", b->rank, ncclGetErrorString(rc),
+            ncclGetLastError(b->nccl));
+    return RUN_FAILED;
+}

@@ -1,0 +1,308 @@
+/* hiar-bench's options: parsing, defaults, usage text, limits. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bench-opts.h"
+
+/* Long options without a short form: values past any character. */
+enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT };
+
+/* Defaults, set through the option parser and shown by --help from here. */
+static const struct {
+    int opt;
+    const char *value;
+} defaults[] = {{'b', "8"}, {'e', "64M"}, {'f', "2"}, {'d', "float32"},
+                {'o', "sum"}, {'n', "20"}, {'w', "5"}};
+
+/* Usage error: the message for rank 0 to print; returns the exit status 2. */
+__attribute__((format(printf, 2, 3))) static int bad(char *err, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(err, ERR_LEN, fmt, ap);
+    va_end(ap);
+    return 2;
+}
+
+/* ---- options */
+
+static const char *default_of(int opt)
+{
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (defaults[i].opt == opt)
+            return defaults[i].value;
+    return "";
+}
+
+void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mpirun -np N hiar-bench [options]\n"
+            "  -b MIN       smallest message in bytes, with K, M or G (default %s)\n"
+            "  -e MAX       largest message (default %s)\n"
+            "  -f FACTOR    size multiplier from row to row (default %s)\n"
+            "  -d DTYPE     int32 int64 float16 bfloat16 float32 float64 uint8 int8, or\n"
+            "               fp16 half bf16 f32 fp32 float f64 fp64 double (default %s)\n"
+            "  -o OP        sum prod min max avg (default %s)\n"
+            "  -n ITERS     timed calls per size and implementation (default %s)\n"
+            "  -w WARMUP    untimed calls before them (default %s)\n"
+            "  -m MODE      host or device buffers (default: device when built with CUDA\n"
+            "               and a GPU is present)\n"
+            "  --impl LIST  comma list of hiar, mpi, nccl (default hiar,mpi, plus nccl with\n"
+            "               device buffers when built with NCCL)\n"
+            "  --csv        CSV rows on stdout, '#' lines on stderr\n"
+            "  --no-check   skip the result check\n"
+            "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
+            "  --inplace    sendbuf == recvbuf\n"
+            "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
+            "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
+            "  --split      several groups: also time hiar's parts, intra (hiar over one\n"
+            "               group), inter (MPI_Allreduce of its shards), flat (hiar, one group)\n"
+            "  -h, --help   this text\n"
+            "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
+            "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
+            default_of('b'), default_of('e'), default_of('f'), default_of('d'), default_of('o'),
+            default_of('n'), default_of('w'));
+}
+
+/* "64M" -> 67108864: a positive decimal with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+    int shift = 0;
+
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
+    }
+    if (errno || *end || v == 0 || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static int parse_int(const char *s, int min, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > INT_MAX)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_dtype(const char *s, hiar_dtype_t *out)
+{
+    static const struct {
+        const char *name;
+        hiar_dtype_t dtype;
+    } aliases[] = {{"fp16", HIAR_FLOAT16}, {"half", HIAR_FLOAT16},  {"bf16", HIAR_BFLOAT16},
+                   {"f32", HIAR_FLOAT32},  {"fp32", HIAR_FLOAT32},  {"float", HIAR_FLOAT32},
+                   {"f64", HIAR_FLOAT64},  {"fp64", HIAR_FLOAT64},  {"double", HIAR_FLOAT64}};
+
+    for (int d = 0; d < HIAR_DTYPE_COUNT; d++)
+        if (strcasecmp(s, hiar_dtype_name((hiar_dtype_t)d)) == 0) {
+            *out = (hiar_dtype_t)d;
+            return 0;
+        }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcasecmp(s, aliases[i].name) == 0) {
+            *out = aliases[i].dtype;
+            return 0;
+        }
+    return -1;
+}
+
+static int parse_op(const char *s, hiar_op_t *out)
+{
+    for (int op = 0; op < HIAR_OP_COUNT; op++)
+        if (strcasecmp(s, hiar_op_name((hiar_op_t)op)) == 0) {
+            *out = (hiar_op_t)op;
+            return 0;
+        }
+    return -1;
+}
+
+/* "hiar,nccl" -> IMPL_BIT(IMPL_HIAR) | IMPL_BIT(IMPL_NCCL). */
+static int parse_impls(const char *list, unsigned *out)
+{
+    unsigned set = 0;
+
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        int i = 0;
+        while (i < IMPL_MAIN_COUNT && !(strlen(impl_names[i]) == len && strncmp(p, impl_names[i], len) == 0))
+            i++;
+        if (i == IMPL_MAIN_COUNT)
+            return -1;
+        set |= IMPL_BIT(i);
+        p += len;
+        if (*p == '\0')
+            break;
+    }
+    *out = set;
+    return 0;
+}
+
+static int set_option(options_t *o, int opt, const char *arg, char *err)
+{
+    switch (opt) {
+    case 'b':
+    case 'e':
+        if (parse_size(arg, opt == 'b' ? &o->min_bytes : &o->max_bytes))
+            return bad(err, "-%c '%s': expected a size in bytes such as 8, 64K, 1M", opt, arg);
+        return 0;
+    case 'f':
+        if (parse_int(arg, 2, &o->factor))
+            return bad(err, "-f '%s': expected an integer factor of at least 2", arg);
+        return 0;
+    case 'd':
+        if (parse_dtype(arg, &o->dtype))
+            return bad(err, "-d '%s': expected int32, int64, float16, bfloat16, float32, "
+                            "float64, uint8 or int8", arg);
+        return 0;
+    case 'o':
+        if (parse_op(arg, &o->op))
+            return bad(err, "-o '%s': expected sum, prod, min, max or avg", arg);
+        return 0;
+    case 'n':
+    case 'w':
+        if (parse_int(arg, opt == 'n', opt == 'n' ? &o->iters : &o->warmup))
+            return bad(err, "-%c '%s': expected an integer of at least %d", opt, arg, opt == 'n');
+        return 0;
+    case 'm':
+        if (strcmp(arg, "host") != 0 && strcmp(arg, "device") != 0)
+            return bad(err, "-m '%s': expected host or device", arg);
+        o->mode = arg[0] == 'h' ? MODE_HOST : MODE_DEVICE;
+        return 0;
+    case OPT_IMPL:
+        if (parse_impls(arg, &o->impls))
+            return bad(err, "--impl '%s': expected a comma list of hiar, mpi, nccl", arg);
+        return 0;
+    case OPT_CSV: o->csv = 1; return 0;
+    case OPT_NO_CHECK: o->check = 0; return 0;
+    case OPT_GRAPH: o->graph = 1; return 0;
+    case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
+    case OPT_SPLIT: o->split = 1; return 0;
+    default: o->inplace = 1; return 0; /* OPT_INPLACE */
+    }
+}
+
+/* What the build cannot do, and limits between options. */
+static int check_options(const options_t *o, char *err)
+{
+#ifndef HIAR_HAVE_CUDA
+    if (o->mode == MODE_DEVICE || o->graph)
+        return bad(err, "%s: this hiar-bench was built without CUDA", o->graph ? "--graph" : "-m device");
+#endif
+#ifndef HIAR_HAVE_NCCL
+    if (o->impls & IMPL_BIT(IMPL_NCCL))
+        return bad(err, "--impl nccl: this hiar-bench was built without NCCL");
+#endif
+    if (o->min_bytes > o->max_bytes)
+        return bad(err, "-b %zu is larger than -e %zu", o->min_bytes, o->max_bytes);
+    if (o->max_bytes / hiar_dtype_size(o->dtype) > INT_MAX)
+        return bad(err, "-e %zu: more than INT_MAX elements of %s, the most one MPI call takes",
+                   o->max_bytes, hiar_dtype_name(o->dtype));
+    return 0;
+}
+
+/* Returns 0, 1 for --help, or 2 with err set. */
+int parse_options(int argc, char **argv, options_t *o, char *err)
+{
+    static const struct option longopts[] = {
+        {"impl", required_argument, NULL, OPT_IMPL}, {"csv", no_argument, NULL, OPT_CSV},
+        {"no-check", no_argument, NULL, OPT_NO_CHECK}, {"graph", no_argument, NULL, OPT_GRAPH},
+        {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
+        {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
+        {NULL, 0, NULL, 0}};
+    int opt;
+
+    *o = (options_t){.check = 1};
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        set_option(o, defaults[i].opt, defaults[i].value, err);
+    opterr = 0; /* every rank parses; rank 0 alone reports */
+    while ((opt = getopt_long(argc, argv, ":b:e:f:d:o:n:w:m:h", longopts, NULL)) != -1) {
+        if (opt == 'h')
+            return 1;
+        /* optopt: the unknown short option; 0 or a long option's value otherwise. */
+        if (opt == '?' && optopt > 0 && optopt < OPT_IMPL)
+            return bad(err, "unknown option '-%c'", optopt);
+        if (opt == '?')
+            return bad(err, "unknown option, or a value where none is taken: '%s'", argv[optind - 1]);
+        if (opt == ':')
+            return bad(err, "option '%s' needs a value", argv[optind - 1]);
+        if (set_option(o, opt, optarg, err))
+            return 2;
+    }
+    if (optind < argc)
+        return bad(err, "unexpected argument '%s'", argv[optind]);
+    return check_options(o, err);
+}
+
+/* ---- against the ranks' GPUs */
+
+#ifdef HIAR_HAVE_CUDA
+static int gpu_count(void)
+{
+    int n = 0;
+
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+#endif
+
+/* Host or device buffers, and the default implementations; alike on every rank. */
+int resolve_mode(bench_t *b, char *err)
+{
+    options_t *o = &b->opt;
+    int ngpu = 0;
+
+#ifdef HIAR_HAVE_CUDA
+    if (o->mode != MODE_HOST) {
+        ngpu = gpu_count();
+        MPI_Allreduce(MPI_IN_PLACE, &ngpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+#endif
+    if (o->mode == MODE_DEVICE && ngpu == 0)
+        return bad(err, "-m device: no GPU (cudaGetDeviceCount found none on some rank)");
+    b->device = o->mode == MODE_DEVICE || (o->mode == MODE_AUTO && ngpu > 0);
+    if (!o->impls) {
+        o->impls = IMPL_BIT(IMPL_HIAR) | IMPL_BIT(IMPL_MPI);
+#ifdef HIAR_HAVE_NCCL
+        if (b->device)
+            o->impls |= IMPL_BIT(IMPL_NCCL);
+#endif
+    }
+    /* Not device here with -m auto means no GPU was found. */
+    if (!b->device && (o->impls & IMPL_BIT(IMPL_NCCL)))
+        return bad(err, "--impl nccl needs device buffers (-m device)%s",
+                   o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (!b->device && o->graph)
+        return bad(err, "--graph needs device buffers (-m device)%s",
+                   o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
+        return bad(err, "--split needs hiar in --impl");
+    if (o->split)
+        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD) | IMPL_BIT(IMPL_HIAR_FLAT);
+    return 0;
+}

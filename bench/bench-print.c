@@ -1,0 +1,316 @@
+/* hiar-bench's output: '#' lines, table or CSV rows, the summary. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench-print.h"
+
+/* Row layout: 4 leading columns, a 33-character group per implementation, ratios. */
+#define LEAD_W 42
+#define GROUP_W 33
+
+static double algbw(size_t bytes, double time_us)
+{
+    return (double)bytes / time_us / 1e3; /* GB/s */
+}
+
+static double busbw(int nranks, size_t bytes, double time_us)
+{
+    return algbw(bytes, time_us) * 2.0 * (nranks - 1) / nranks;
+}
+
+/*
+ * What one call reduces, for its bandwidth: the message over all ranks;
+ * --split's intra over the largest group, its inter one shard over the groups.
+ */
+static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes, int *nranks)
+{
+    size_t first;
+
+    *bytes = count * b->esize;
+    *nranks = impl == IMPL_HIAR_INTRA ? b->split.nshards
+              : impl == IMPL_MPI_SHARD ? b->split.ngroups : b->nranks;
+    if (impl == IMPL_MPI_SHARD) {
+        bench_split_shard(&b->split, count, 0, &first, &count);
+        *bytes = count * b->esize;
+    }
+}
+
+/* Implementations compared with hiar in the ratio columns. */
+static int has_ratio(const bench_t *b, int impl)
+{
+    return impl != IMPL_HIAR && impl < IMPL_MAIN_COUNT && has(b, IMPL_HIAR) && has(b, impl);
+}
+
+static int ratio_count(const bench_t *b)
+{
+    int n = 0;
+
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
+        n += has_ratio(b, i);
+    return n;
+}
+
+/* The last implementation with columns of its own in the table. */
+static int last_impl(const bench_t *b)
+{
+    int last = IMPL_MAIN_COUNT - 1;
+
+    while (last > 0 && !has(b, last))
+        last--;
+    return last;
+}
+
+/*
+ * Three lines: implementation names centred over their columns, names, units
+ * (--split: its time columns and ratio follow the ratios).
+ */
+static void print_table_header(const bench_t *b)
+{
+    int last = last_impl(b);
+
+    printf("#%*s", LEAD_W - 1, "");
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
+        if (has(b, i)) {
+            int len = (int)strlen(impl_names[i]), pad = (GROUP_W - len) / 2;
+            printf("%*s%s%*s", pad, "", impl_names[i], i == last ? 0 : GROUP_W - pad - len, "");
+        }
+    printf("\n#%11s %12s %9s %6s", "size", "count", "type", "redop");
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
+        if (has(b, i))
+            printf(" %9s %7s %7s %6s", "time", "algbw", "busbw", "#wrong");
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++)
+        if (has_ratio(b, i)) {
+            char name[16];
+            snprintf(name, sizeof name, "hiar/%s", impl_names[i]);
+            printf(" %10s", name);
+        }
+    if (b->opt.split)
+        bench_split_print_names();
+    /* Units stop at busbw: the blanks below type, redop and #wrong are skipped over. */
+    printf("\n#%11s %12s%17s", "(B)", "(elements)", "");
+    for (int i = 0, first = 1; i < IMPL_MAIN_COUNT; i++)
+        if (has(b, i)) {
+            printf("%*s %9s %7s %7s", first ? 0 : 7, "", "(us)", "(GB/s)", "(GB/s)");
+            first = 0;
+        }
+    if (b->opt.split) {
+        printf("%*s", 7 + 11 * ratio_count(b), ""); /* the last #wrong, the ratios */
+        bench_split_print_units();
+    }
+    printf("\n");
+}
+
+/* A result as a --split cell: its time, or the word the table shows instead. */
+static bench_split_cell_t split_cell(const result_t *r)
+{
+    if (r->status == RUN_OK)
+        return (bench_split_cell_t){r->time_us, NULL};
+    return (bench_split_cell_t){0.0, r->status == RUN_NA ? "n/a" : "failed"};
+}
+
+void print_row(const bench_t *b, size_t count, const result_t *res)
+{
+    size_t bytes = count * b->esize;
+
+    printf("%12zu %12zu %9s %6s", bytes, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op));
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
+        const result_t *r = &res[i];
+        char wrong[24] = "n/a";
+        if (!has(b, i))
+            continue;
+        if (r->status != RUN_OK) {
+            const char *what = r->status == RUN_NA ? "n/a" : "failed";
+            printf(" %9s %7s %7s %6s", what, what, what, what);
+            continue;
+        }
+        if (r->wrong >= 0)
+            snprintf(wrong, sizeof wrong, "%lld", r->wrong);
+        printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us),
+               busbw(b->nranks, bytes, r->time_us), wrong);
+    }
+    for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
+        if (!has_ratio(b, i))
+            continue;
+        if (res[IMPL_HIAR].status == RUN_OK && res[i].status == RUN_OK)
+            printf(" %10.2f", res[IMPL_HIAR].time_us / res[i].time_us);
+        else
+            printf(" %10s", "n/a");
+    }
+    if (b->opt.split)
+        bench_split_print_row(split_cell(&res[IMPL_HIAR_INTRA]), split_cell(&res[IMPL_MPI_SHARD]),
+                              split_cell(&res[IMPL_HIAR_FLAT]), split_cell(&res[IMPL_HIAR]));
+    printf("\n");
+    fflush(stdout);
+}
+
+/* size_bytes and count: the message; algbw and busbw: what the implementation reduced. */
+void print_csv_rows(const bench_t *b, size_t count, const result_t *res)
+{
+    for (int i = 0; i < IMPL_COUNT; i++) {
+        const result_t *r = &res[i];
+        size_t bytes;
+        int nranks;
+        if (!has(b, i))
+            continue;
+        reduced_size(b, i, count, &bytes, &nranks);
+        printf("%zu,%zu,%s,%s,%s,", count * b->esize, count, hiar_dtype_name(b->opt.dtype),
+               hiar_op_name(b->opt.op), impl_names[i]);
+        if (r->status == RUN_OK)
+            printf("%.3f,%.4f,%.4f,", r->time_us, algbw(bytes, r->time_us),
+                   busbw(nranks, bytes, r->time_us));
+        else
+            printf("n/a,n/a,n/a,");
+        if (r->status == RUN_OK && r->wrong >= 0)
+            printf("%lld\n", r->wrong);
+        else
+            printf("n/a\n");
+    }
+    fflush(stdout);
+}
+
+void print_footer(const bench_t *b, const totals_t *totals)
+{
+    for (int i = 0; i < IMPL_COUNT; i++) {
+        const totals_t *t = &totals[i];
+        if (!has(b, i))
+            continue;
+        if (!checked(b, i))
+            fprintf(b->info, "# Out of bounds values : not checked (%s)\n", impl_names[i]);
+        else if (t->wrong || t->failed || t->rows)
+            fprintf(b->info, "# Out of bounds values : %lld %s (%s)\n", t->wrong,
+                    t->wrong || t->failed ? "FAILED" : "OK", impl_names[i]);
+        else
+            fprintf(b->info, "# Out of bounds values : n/a (%s)\n", impl_names[i]);
+        if (t->rows)
+            fprintf(b->info, "# Avg bus bandwidth    : %.4f (%s)\n", t->busbw_sum / t->rows,
+                    impl_names[i]);
+        else
+            fprintf(b->info, "# Avg bus bandwidth    : n/a (%s)\n", impl_names[i]);
+        if (b->na_reason[i][0])
+            fprintf(b->info, "# %s n/a: %s\n", impl_names[i], b->na_reason[i]);
+    }
+}
+
+/* A line per rank: pid, host and GPU, as nccl-tests lists them. */
+static void print_ranks(const bench_t *b)
+{
+    char line[256], host[MPI_MAX_PROCESSOR_NAME], *all = NULL;
+    int len, n;
+
+    MPI_Get_processor_name(host, &len);
+    n = snprintf(line, sizeof line, "#  Rank %3d Pid %7d on %.64s", b->rank, (int)getpid(), host);
+#ifdef HIAR_HAVE_CUDA
+    if (b->device && n > 0 && (size_t)n < sizeof line) {
+        struct cudaDeviceProp prop;
+        char bus[32];
+        int dev;
+        CUDA_DIE(cudaGetDevice(&dev));
+        CUDA_DIE(cudaGetDeviceProperties(&prop, dev));
+        CUDA_DIE(cudaDeviceGetPCIBusId(bus, sizeof bus, dev));
+        snprintf(line + n, sizeof line - (size_t)n, " device %d [%.16s] %.64s", dev, bus, prop.name);
+    }
+#else
+    (void)n;
+#endif
+    if (b->rank == 0 && !(all = malloc(sizeof line * (size_t)b->nranks)))
+        die("cannot allocate the rank table");
+    MPI_Gather(line, sizeof line, MPI_CHAR, all, sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+    for (int r = 0; b->rank == 0 && r < b->nranks; r++)
+        fprintf(b->info, "%s\n", all + r * sizeof line);
+    free(all);
+}
+
+/* hiar_comm_describe's text, each line behind "# ". */
+static void print_describe(const bench_t *b)
+{
+    char *text = NULL, *save = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    hiar_result_t rc;
+
+    if (!mem)
+        die("open_memstream: %s", strerror(errno));
+    rc = hiar_comm_describe(b->comm, mem);
+    fclose(mem);
+    if (rc != HIAR_SUCCESS)
+        fprintf(b->info, "# hiar_comm_describe: %s: %s\n", hiar_strerror(rc), hiar_last_error());
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        fprintf(b->info, "# %s\n", line);
+    free(text);
+}
+
+static void print_info(const bench_t *b)
+{
+    const options_t *o = &b->opt;
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len, mpi = has(b, IMPL_MPI) || has(b, IMPL_MPI_SHARD);
+
+    MPI_Get_library_version(mpi_version, &len);
+    mpi_version[strcspn(mpi_version, "\n")] = '\0';
+    fprintf(b->info, "# hiar-bench: hiar %s\n# MPI: %s\n", hiar_version(), mpi_version);
+#ifdef HIAR_HAVE_NCCL
+    if (has(b, IMPL_NCCL)) {
+        int v = 0;
+        ncclGetVersion(&v);
+        /* NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, *1000 before. */
+        fprintf(b->info, "# NCCL: %d.%d.%d\n", v >= 20900 ? v / 10000 : v / 1000,
+                v >= 20900 ? v / 100 % 100 : v / 100 % 10, v % 100);
+    }
+#endif
+    fprintf(b->info, "# nranks %d, %s buffers, %s, %s %s, %s\n", b->nranks, b->device ? "device" : "host",
+            o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
+            hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
+    fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
+    if (mpi && o->op == HIAR_AVG)
+        fprintf(b->info, "# mpi: avg is MPI_SUM, then a division by nranks on each rank (timed)\n");
+    if (mpi && b->mpi_user_op)
+        fprintf(b->info, "# mpi: %s as MPI_UINT16_T with a user op that reduces in float\n",
+                hiar_dtype_name(o->dtype));
+    if (mpi && b->device)
+        fprintf(b->info, "# mpi: %s\n", b->mpi_staged
+                ? "device buffers staged through host memory: D2H copy, MPI_Allreduce, H2D copy, all timed"
+                : "device buffers passed to MPI_Allreduce as they are");
+    if (mpi && o->graph)
+        fprintf(b->info, "# mpi: timed eagerly (MPI calls cannot be captured in a CUDA graph)\n");
+    if (o->split)
+        bench_split_describe(&b->split, b->info, b->nranks,
+                             !b->device       ? "host buffers"
+                             : b->mpi_staged ? "device buffers staged as the mpi column's"
+                                             : "device buffers passed as they are");
+}
+
+void print_header(const bench_t *b)
+{
+    if (b->rank == 0)
+        print_info(b);
+    print_ranks(b);
+    if (b->rank == 0 && b->comm)
+        print_describe(b);
+    if (b->rank == 0 && b->opt.csv)
+        printf("size_bytes,count,dtype,op,impl,time_us,algbw_GBps,busbw_GBps,wrong\n");
+    else if (b->rank == 0)
+        print_table_header(b);
+    if (b->rank == 0)
+        fflush(NULL);
+}
+
+/* One size's result into its implementation's summary (print_footer). */
+void account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r)
+{
+    size_t bytes;
+    int nranks;
+
+    reduced_size(b, impl, count, &bytes, &nranks);
+    t->failed |= r->status == RUN_FAILED;
+    if (r->wrong > 0)
+        t->wrong += r->wrong;
+    if (r->status == RUN_OK) {
+        t->busbw_sum += busbw(nranks, bytes, r->time_us);
+        t->rows++;
+    }
+}

@@ -1,0 +1,119 @@
+/*
+ * hiar-bench's shared state: the implementations it compares, its options,
+ * one measurement's result, and the bench_t that every part of it works on.
+ * The benchmark's parts, one idea to a file:
+ *
+ *   hiar-bench.c    main, the hiar calls, the check and the timing loop
+ *   bench-opts.c    the command line: options, usage, what the build allows
+ *   bench-mem.c     the GPU, its stream, buffers and copies (host or device)
+ *   bench-mpi.c     MPI_Allreduce as a user calls it (half ops, staging, avg)
+ *   bench-nccl.c    ncclAllReduce (built with NCCL only)
+ *   bench-print.c   the '#' lines, the table or CSV rows, the summary
+ *   bench-check.c   inputs and the expected result (bench-check.h)
+ *   bench-split.c   --split's communicators and columns (bench-split.h)
+ */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <mpi.h>
+#ifdef HIAR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#ifdef HIAR_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+#include "bench-split.h"
+#include "hiar.h"
+
+/* The compared implementations, then --split's parts of hiar (bench-split.h). */
+enum {
+    IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_MAIN_COUNT,
+    IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_HIAR_FLAT, IMPL_COUNT
+};
+extern const char *const impl_names[IMPL_COUNT];
+#define IMPL_BIT(_impl) (1u << (_impl))
+
+typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
+
+typedef struct {
+    size_t min_bytes, max_bytes;
+    int factor;
+    hiar_dtype_t dtype;
+    hiar_op_t op;
+    int iters, warmup;
+    bench_mode_t mode;
+    unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
+    int csv, check, graph, inplace;
+    int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
+    int split;      /* also time hiar's parts: intra, inter, flat */
+} options_t;
+
+/* Ordered: ranks agree on the worst status so that they all take one branch. */
+typedef enum { RUN_OK, RUN_NA, RUN_FAILED } run_t;
+
+typedef struct {
+    run_t status;
+    double time_us;  /* max over ranks of the per-rank mean */
+    long long wrong; /* wrong elements summed over ranks; -1: not checked */
+} result_t;
+
+typedef struct {
+    options_t opt;
+    int rank, nranks;
+    int device; /* send/recv are GPU memory */
+    size_t esize;
+    void *send, *recv; /* recv == send with --inplace */
+    void *host;        /* host memory: inputs, results to check, MPI staging */
+    hiar_comm_t *comm; /* NULL when hiar is not measured */
+    bench_split_t split; /* --split's communicators */
+    MPI_Datatype mpi_type;
+    MPI_Op mpi_op;
+    int mpi_user_op; /* mpi_op was created here (half types) */
+    /* The timed MPI_Allreduce runs on its own communicator, made after the GPU
+     * is chosen: a PMPI tool (libhiar_mpi.so) that sets up per communicator
+     * at the first call then sees the right GPU, not the bench's bookkeeping. */
+    MPI_Comm mpi_comm;
+    int mpi_staged;  /* MPI sees device data through b->host */
+    int dead[IMPL_COUNT];            /* failed once: not run again */
+    char na_reason[IMPL_COUNT][256]; /* why an implementation showed n/a */
+    FILE *info; /* '#' lines: stdout, or stderr with --csv */
+#ifdef HIAR_HAVE_CUDA
+    cudaStream_t stream;
+#endif
+#ifdef HIAR_HAVE_NCCL
+    ncclComm_t nccl;
+#endif
+} bench_t;
+
+#define ERR_LEN 256
+
+/* ---- errors */
+
+/* The message with this rank's number on stderr, then MPI_Abort (hiar-bench.c). */
+__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
+
+#ifdef HIAR_HAVE_CUDA
+#define CUDA_DIE(_call)                                                                    \
+    do {                                                                                   \
+        cudaError_t cuda_err_ = (_call);                                                   \
+        if (cuda_err_ != cudaSuccess)                                                      \
+            die("%s: %s", #_call, cudaGetErrorString(cuda_err_));                          \
+    } while (0)
+#endif
+
+static inline int has(const bench_t *b, int impl)
+{
+    return (b->opt.impls & IMPL_BIT(impl)) != 0;
+}
+
+/* The result check applies to all but --split's inter (several shards, each over its own ranks). */
+static inline int checked(const bench_t *b, int impl)
+{
+    return b->opt.check && impl != IMPL_MPI_SHARD;
+}
+
+#endif
