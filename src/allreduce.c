@@ -192,7 +192,7 @@ static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvb
  * of two.  The copies for the shards a rank owns (several in a smaller group)
  * must fit the scratch: a bound every rank computes alike.
  */
-static size_t hier_oneshot_max(const hiar_comm_t *comm)
+size_t hiar_comm_hier_oneshot_max(const hiar_comm_t *comm)
 {
     size_t max = (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)comm->nshards + 1);
@@ -206,7 +206,7 @@ static hiar_plan_t plan(const hiar_comm_t *comm, size_t bytes, int device)
     hiar_plan_input_t in = {comm->size, comm->groups.ngroups, bytes,
                             (int)hiar_comm_param(comm, HIAR_P_ALGO),
                             (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX), 0,
-                            hier_oneshot_max(comm), 0};
+                            hiar_comm_hier_oneshot_max(comm), 0};
 #ifdef HIAR_HAVE_CUDA
     /* Device buffers follow the device grouping (topology), host ones the host's. */
     if (device && comm->dev) {

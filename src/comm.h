@@ -55,6 +55,9 @@ hiar_result_t hiar_shard_comms_create(MPI_Comm mpi, const hiar_grouping_t *g, in
                                       MPI_Comm **out);
 void hiar_shard_comms_free(int nshards, MPI_Comm *comms);
 
+/* Largest host message over groups that goes hier-oneshot (src/allreduce.c). */
+size_t hiar_comm_hier_oneshot_max(const hiar_comm_t *comm);
+
 /* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
 void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
 

@@ -41,9 +41,9 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
     else if (g->ngroups == comm->size && comm->size > 1)
         EMIT(out, "  paths: mpi (every rank alone)");
     else if (g->ngroups > 1)
-        EMIT(out, "  paths: hier (reduce-scatter in groups, MPI on %d shards, all-gather), "
-                  "chunks of %lld bytes",
-             comm->nshards, buffer);
+        EMIT(out, "  paths: hier-oneshot up to %zu bytes, then hier (reduce-scatter in groups, MPI on %d "
+                  "shards, all-gather), chunks of %lld bytes",
+             hiar_comm_hier_oneshot_max(comm), comm->nshards, buffer);
     else
         EMIT(out, "  host paths: oneshot up to %lld bytes, then twoshot, chunks of %lld bytes",
              oneshot_max ? oneshot_max : (long long)HIAR_SHM_ONESHOT_MAX_DEFAULT, buffer);
