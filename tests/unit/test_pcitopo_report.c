@@ -1,0 +1,85 @@
+/*
+ * How a grouping is written out and explained: explicit groups annotated
+ * with their level, the "0,3|1,2|4" format, the table and its reasons.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "param.h"
+#include "pcitopo_fixture.h"
+
+/* ---- explicit groups, formatting, the table */
+
+Test(pcitopo, annotate_explicit_groups)
+{
+    hiar_topo_fact_t *facts;
+    int n = load("seed-4gpu", machines[SEED].gpus, "host", &facts);
+    hiar_grouping_t g;
+    char levels[64], transports[64];
+
+    cr_assert_eq(hiar_grouping_parse("0,2|1,3", n, &g), HIAR_SUCCESS);
+    cr_assert_eq(hiar_topo_annotate(facts, NULL, &g), HIAR_SUCCESS);
+    describe(&g, levels, transports, sizeof(levels));
+    cr_expect_str_eq(levels, "SYS,SYS");
+    cr_expect_str_eq(transports, "shm,shm");
+    cr_expect(strstr(g.info[0].why, "NUMA nodes 0 and 1"), "%s", g.info[0].why);
+    hiar_grouping_free(&g);
+    free(facts);
+}
+
+Test(pcitopo, format_round_trips_and_checks_its_buffer)
+{
+    hiar_grouping_t g, again;
+    char text[32], small[6];
+
+    cr_assert_eq(hiar_grouping_parse("0,3|1,2|4", 5, &g), HIAR_SUCCESS);
+    cr_assert_eq(hiar_grouping_format(&g, text, sizeof(text)), HIAR_SUCCESS);
+    cr_expect_str_eq(text, "0,3|1,2|4");
+    cr_assert_eq(hiar_grouping_parse(text, 5, &again), HIAR_SUCCESS);
+    cr_expect_eq(again.ngroups, 3);
+    memset(small, 'x', sizeof(small));
+    cr_expect_eq(hiar_grouping_format(&g, small, sizeof(small)), HIAR_INVALID_ARGUMENT);
+    cr_expect(strstr(hiar_last_error(), "need 10 bytes"), "%s", hiar_last_error());
+    cr_expect_eq(small[0], 'x', "the buffer is written only on success");
+    hiar_grouping_free(&again);
+    hiar_grouping_free(&g);
+}
+
+Test(pcitopo, table_names_switches_groups_and_reasons)
+{
+    hiar_topo_fact_t *facts;
+    int n = load("tree-2level", machines[TREE].gpus, "host", &facts);
+    hiar_grouping_t g;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    cr_assert_eq(hiar_topo_group(facts, n, HIAR_LEVEL_PIX, NULL, &g), HIAR_SUCCESS);
+    cr_assert_eq(hiar_topo_print(out, facts, &g), HIAR_SUCCESS);
+    fclose(out);
+    cr_expect(strstr(text, "rank  bus id        NUMA  switch        group  transport\n"), "%s", text);
+    cr_expect(strstr(text, "0     0000:05:00.0  0     0000:03:00.0  0      ipc\n"), "%s", text);
+    cr_expect(strstr(text, "3     0000:0a:00.0  0     0000:07:00.0  1      ipc\n"), "%s", text);
+    cr_expect(strstr(text, "group 1 (ranks 2,3): level PIX, transport ipc; farthest ranks 2 and "
+                           "3: one PCIe switch (upstream port 0000:07:00.0)"),
+              "%s", text);
+    free(text);
+    hiar_grouping_free(&g);
+    free(facts);
+}
+
+Test(pcitopo, alone_says_what_is_nearest)
+{
+    hiar_topo_fact_t *facts;
+    int n = load("tree-2level", machines[TREE].gpus, "host", &facts);
+    hiar_grouping_t g;
+
+    cr_assert_eq(hiar_topo_group(facts, n, HIAR_LEVEL_NVL, NULL, &g), HIAR_SUCCESS);
+    cr_expect_str_eq(g.info[2].why, "alone: nearest is rank 3, PIX: one PCIe switch (upstream "
+                                    "port 0000:07:00.0)");
+    hiar_grouping_free(&g);
+    free(facts);
+}
