@@ -219,10 +219,11 @@ __device__ __forceinline__ uint4 load_peer_written(const uint4 *p)
 
 /*
  * Blocks for `bytes` of work per rank, the same on every rank (it depends on
- * the size only): one per 16 KB (two units per thread) up to 128, enough
- * outstanding stores to fill NVLink; past 8 MB, one per 64 KB up to
- * HIAR_IPC_MAX_BLOCKS, two per SM (64 registers a thread lets them fit).
- * Measured on 2 H200, bf16: at 1 GB 256 blocks gave 357 GB/s against 343
+ * the size only; launchers cap it at the group's max_blocks): one per 16 KB
+ * (two units per thread) up to 128, enough outstanding stores to fill
+ * NVLink; past 8 MB, one per 64 KB up to HIAR_IPC_MAX_BLOCKS, two per SM
+ * (__launch_bounds__ keeps the two-shot kernel within 64 registers).
+ * Measured on 2 H200, bf16: at 1 GB 256 blocks gave 356 GB/s against 343
  * with 128; at 16 MB 128 were 6% faster.
  */
 #define HIAR_BLOCKS_BASE 128

@@ -47,7 +47,7 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     a->data_offset = a->ll_offset + 2 * (size_t)a->n * HIAR_IPC_LL_AREA_BYTES;
     ipc->bytes = a->data_offset + 4 * a->slot_bytes;
     a->timeout_ns = (uint64_t)timeout_ms * 1000000u;
-    a->max_blocks = HIAR_IPC_MAX_BLOCKS;
+    a->max_blocks = HIAR_IPC_BLOCKS_DEFAULT;
     CUDA_TRY(cudaGetDevice(&ipc->device));
     CUDA_TRY(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
     /* Zero flags and packets: epoch 0 never matches a call (they start at 1). */
@@ -90,9 +90,9 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     return HIAR_SUCCESS;
 }
 
-extern "C" void hiar_ipc_narrow(hiar_ipc_t *ipc)
+extern "C" void hiar_ipc_set_max_blocks(hiar_ipc_t *ipc, unsigned blocks)
 {
-    ipc->args.max_blocks = HIAR_IPC_ONESHOT_BLOCKS;
+    ipc->args.max_blocks = blocks < 1 ? 1 : blocks > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : blocks;
 }
 
 extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)

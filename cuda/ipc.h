@@ -27,9 +27,9 @@
 
 #define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
 /* Blocks of a kernel: one-shot kernels use up to 128 (one per SM), two-shot
- * of large messages up to 256 (two per SM; see hiar_blocks_for). */
-#define HIAR_IPC_MAX_BLOCKS 256
-#define HIAR_IPC_ONESHOT_BLOCKS 128
+ * of large messages up to max_blocks (kernels.h; see hiar_blocks_for). */
+#define HIAR_IPC_MAX_BLOCKS HIAR_IPC_BLOCKS_MAX
+#define HIAR_IPC_ONESHOT_BLOCKS HIAR_IPC_BLOCKS_DEFAULT
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
 #define HIAR_IPC_FLAG_STRIDE 128
 /* Largest one-shot (LL) message: packets carry 8 data bytes in 16. */
@@ -56,7 +56,7 @@ typedef struct {
     const hiar_ipc_control_t *ctl;
     uint64_t timeout_ns;
     size_t slot_bytes; /* one of the 4 data slots */
-    unsigned max_blocks; /* of a two-shot kernel, the same on every rank of the group */
+    unsigned max_blocks; /* of a two-shot kernel, the same on every rank of the group (kernels.h) */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;
 

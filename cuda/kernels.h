@@ -92,12 +92,15 @@ hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, 
                               unsigned char handle[HIAR_IPC_HANDLE_BYTES]);
 
 /*
- * Keeps kernels to one block per SM.  Spinning blocks wait for their peers'
- * blocks, so a kernel's blocks must all be resident at once: with another
- * process on the GPU, two blocks per SM may not fit.  Every rank of the
- * group calls it or none.
+ * Thread blocks of a two-shot kernel: at most HIAR_IPC_BLOCKS_DEFAULT (one
+ * per SM) unless set higher, up to HIAR_IPC_BLOCKS_MAX (two per SM).  Every
+ * block spins on its peers' same block, so all blocks of a kernel must be
+ * resident at once, beside any other spinning kernel on the GPU (another
+ * communicator's, another process's).  Every rank of the group sets the same.
  */
-void hiar_ipc_narrow(hiar_ipc_t *ipc);
+#define HIAR_IPC_BLOCKS_DEFAULT 128
+#define HIAR_IPC_BLOCKS_MAX 256
+void hiar_ipc_set_max_blocks(hiar_ipc_t *ipc, unsigned blocks);
 
 /* Maps every peer's allocation; handles holds n handles in rank order. */
 hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);

@@ -148,7 +148,7 @@ __device__ __forceinline__ size_t one_chunk_span(size_t bytes, int nshards)
 }
 
 template <typename T>
-__global__ void __launch_bounds__(HIAR_THREADS)
+__global__ void __launch_bounds__(HIAR_THREADS, 2)
     twoshot(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
             size_t chunk_bytes, int nshards, int steps)
 {

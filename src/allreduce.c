@@ -241,6 +241,20 @@ static hiar_result_t run_host(hiar_comm_t *comm, hiar_plan_t path, const void *s
 }
 
 #ifdef HIAR_HAVE_CUDA
+/* Device calls off the IPC kernels wait on the host (MPI, copies): no graph capture. */
+static hiar_result_t not_capturing(hiar_stream_t stream)
+{
+    int capturing;
+
+    HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
+    if (capturing)
+        return hiar_error_set(HIAR_INVALID_USAGE,
+                              "hiar_allreduce: device buffers that go through the host (several groups of "
+                              "GPUs, or a group without CUDA IPC) wait for MPI or copies on the host and "
+                              "cannot be captured in a CUDA graph (one group with IPC can)");
+    return HIAR_SUCCESS;
+}
+
 /*
  * Device buffers the IPC kernels cannot serve: chunk by chunk through a
  * pinned host buffer and the host path.  Every rank cuts the same chunks.
@@ -281,6 +295,8 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
         return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
+    if (device)
+        HIAR_CHECK(not_capturing(stream));
     if (device && path == HIAR_PLAN_HIER && count * hiar_dtype_size(dtype) > HIAR_DEVICE_HIER_MIN &&
         hiar_devcomm_hier_ready(comm->dev))
         return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);

@@ -282,7 +282,7 @@ void hiar_shard_comms_free(int nshards, MPI_Comm *comms)
 static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
     static const hiar_param_id_t agreed[] = {HIAR_P_ALGO, HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE,
-                                             HIAR_P_CHECK};
+                                             HIAR_P_MAX_BLOCKS, HIAR_P_CHECK};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[2 * N], all[2 * N];
 

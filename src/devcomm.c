@@ -34,6 +34,7 @@ struct hiar_devcomm {
     size_t slot_bytes;        /* IPC slot, the same on every rank */
     hiar_ipc_t *ipc;
     int shared_gpu; /* another rank of the group uses the same GPU */
+    int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     char why[200];  /* the transport for device buffers, and why */
     char *stage; /* 2 x STAGE_BYTES, pinned */
 };
@@ -104,8 +105,8 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 /*
  * Whether another rank of the comm may use this rank's GPU: one with the
  * same bus id on any host (HIAR_HOST_ID makes one machine look like
- * several, so hosts cannot rule it out; the cost of a false alarm is only
- * hiar_ipc_narrow).
+ * several, so hosts cannot rule it out; a false alarm costs only the
+ * narrower kernels of max_blocks).
  */
 static int gpu_crowded(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
 {
@@ -115,6 +116,18 @@ static int gpu_crowded(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
         if (r != comm->rank && mine[0] && strcmp(dev->facts[r].pci.bus_id, mine) == 0)
             return 1;
     return 0;
+}
+
+/* HIAR_MAX_BLOCKS, but one block per SM where a rank of the group shares its GPU. */
+static unsigned max_blocks(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
+{
+    long long want = hiar_comm_param(comm, HIAR_P_MAX_BLOCKS);
+    unsigned blocks = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX
+                                                                                     : (unsigned)want;
+
+    if (!group_all(dev, !gpu_crowded(comm, dev)) && blocks > HIAR_IPC_BLOCKS_DEFAULT)
+        blocks = HIAR_IPC_BLOCKS_DEFAULT;
+    return blocks;
 }
 
 /* Whether every rank of this rank's group has a GPU, and whether one shares ours. */
@@ -221,8 +234,8 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
     all_gpu = group_has_gpus(comm, dev);
     if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP) {
         ipc_setup(comm, dev);
-        if (dev->ipc && !group_all(dev, !gpu_crowded(comm, dev)))
-            hiar_ipc_narrow(dev->ipc);
+        if (dev->ipc)
+            hiar_ipc_set_max_blocks(dev->ipc, max_blocks(comm, dev));
     } else
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: %s",
                  dev->local_size < 2 ? "the group has one rank"
@@ -233,6 +246,10 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
         hiar_devcomm_destroy(comm, dev, 1);
         return rc;
     }
+    /* One group without IPC makes every group stage through the host paths:
+     * groups on different paths would wait on different communicators. */
+    dev->hier_ok = dev->ipc || dev->local_size == 1;
+    PMPI_Allreduce(MPI_IN_PLACE, &dev->hier_ok, 1, MPI_INT, MPI_MIN, comm->mpi);
     if (comm->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
         hiar_topo_table(dev->facts, &dev->groups, topo_log_line, NULL);
     if (dev->shared_gpu && !hiar_cuda_mps_running() && dev->local == 0)
@@ -302,7 +319,7 @@ void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes)
 
 int hiar_devcomm_hier_ready(const hiar_devcomm_t *dev)
 {
-    return dev && dev->groups.ngroups > 1 && (dev->ipc || dev->local_size == 1);
+    return dev && dev->groups.ngroups > 1 && dev->hier_ok;
 }
 
 /*
@@ -348,13 +365,7 @@ hiar_result_t hiar_devcomm_hier_allreduce(hiar_comm_t *comm, hiar_devcomm_t *dev
     size_t chunk = hiar_ipc_hier_chunk(dev->slot_bytes, dev->nshards);
     hiar_wait_t wait = hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort,
                                        "hiar_allreduce (between groups)");
-    int capturing;
 
-    HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
-    if (capturing)
-        return hiar_error_set(HIAR_INVALID_USAGE,
-                              "hiar_allreduce: a call over several groups of GPUs waits for MPI on the "
-                              "host and cannot be captured in a CUDA graph (one group can)");
     if (dev->ipc) {
         HIAR_CHECK(hiar_ipc_status(dev->ipc));
         HIAR_CHECK(hiar_ipc_hier_step(dev->ipc, HIAR_IPC_STEP_RS, sendbuf, recvbuf, count, dtype, op,

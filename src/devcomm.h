@@ -44,7 +44,7 @@ hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const 
                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                          int divisor, hiar_stream_t stream);
 
-/* Whether device calls can take the hierarchical path: several groups, each with IPC or alone. */
+/* Whether device calls can take the hierarchical path: several groups, each with IPC or alone (agreed by all ranks). */
 int hiar_devcomm_hier_ready(const hiar_devcomm_t *dev);
 
 /*
