@@ -164,9 +164,9 @@ static hiar_result_t run_chunk(hiar_comm_t *comm, hiar_plan_t path, const void *
 
 /*
  * MPI reduces in the comm's scratch buffer, chunk by chunk, not in recvbuf: a
- * call that times out leaves its MPI_Iallreduce pending (MPI cannot cancel a
- * collective), and a late peer would complete it into the caller's memory,
- * perhaps freed by then.  A failed comm keeps its scratch (comm_free).
+ * call that times out leaves its receives posted (mpi/inter.c), and a late
+ * peer would complete them into the caller's memory, perhaps freed by then.
+ * A failed comm keeps its scratch (comm_free).
  */
 static hiar_result_t run_mpi(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                              hiar_dtype_t dtype, hiar_op_t op, hiar_wait_t *wait)

@@ -142,9 +142,9 @@ const char *hiar_version(void)
  * Frees what create made; collective = 0: without talking to peers (abort).
  *
  * A failed comm keeps its MPI communicators, its shared segment and its MPI scratch: the
- * call that failed may have left an MPI_Iallreduce pending on them (MPI
- * cannot cancel a collective), and a peer that comes late completes it, into
- * the segment and through the communicator.  Freeing them let MPI write into
+ * call that failed may have left receives posted into them (mpi/inter.c),
+ * and a peer that comes late completes them, into the segment and through
+ * the communicator.  Freeing them let MPI write into
  * unmapped memory or use a freed communicator: SIGSEGV in the resumed-peer
  * test (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
  */
