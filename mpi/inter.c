@@ -60,12 +60,12 @@ static void abandon_recv_buffer(void)
     recv_area.bytes = 0;
 }
 
-hiar_result_t hiar_mpi_wait(MPI_Request *req, hiar_wait_t *wait)
+hiar_result_t hiar_mpi_wait(int n, MPI_Request *reqs, hiar_wait_t *wait)
 {
     for (;;) {
-        int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        int done = 0, rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS)
-            return hiar_error_mpi(rc, "MPI_Test");
+            return hiar_error_mpi(rc, "MPI_Testall");
         if (done)
             return HIAR_SUCCESS;
         HIAR_CHECK(hiar_wait_poll(wait));
@@ -86,25 +86,18 @@ static hiar_result_t exchange(const inter_t *x, const void *send, size_t sbytes,
                               int from)
 {
     MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-    int rc = MPI_SUCCESS, done = 0;
+    int mrc = MPI_SUCCESS;
+    hiar_result_t rc;
 
     if (rbytes)
-        rc = MPI_Irecv(recv, (int)rbytes, MPI_BYTE, from, INTER_TAG, x->comm, &req[0]);
-    if (rc == MPI_SUCCESS && sbytes)
-        rc = MPI_Isend(send, (int)sbytes, MPI_BYTE, to, INTER_TAG, x->comm, &req[1]);
-    while (rc == MPI_SUCCESS && !done) {
-        hiar_result_t wrc;
-        rc = MPI_Testall(2, req, &done, MPI_STATUSES_IGNORE);
-        if (rc == MPI_SUCCESS && !done && (wrc = hiar_wait_poll(x->wait)) != HIAR_SUCCESS) {
-            abandon_recv_buffer();
-            return wrc;
-        }
-    }
-    if (rc != MPI_SUCCESS) {
+        mrc = MPI_Irecv(recv, (int)rbytes, MPI_BYTE, from, INTER_TAG, x->comm, &req[0]);
+    if (mrc == MPI_SUCCESS && sbytes)
+        mrc = MPI_Isend(send, (int)sbytes, MPI_BYTE, to, INTER_TAG, x->comm, &req[1]);
+    rc = mrc == MPI_SUCCESS ? hiar_mpi_wait(2, req, x->wait)
+                            : hiar_error_mpi(mrc, "MPI point-to-point between groups");
+    if (rc != HIAR_SUCCESS)
         abandon_recv_buffer();
-        return hiar_error_mpi(rc, "MPI point-to-point between groups");
-    }
-    return HIAR_SUCCESS;
+    return rc;
 }
 
 /* dst = lower op higher, element-wise: the lower ranks' operand first, on both sides. */

@@ -66,7 +66,7 @@ static hiar_result_t check_global(hiar_comm_t *comm, size_t count, hiar_dtype_t 
     if (!all)
         return hiar_error_set(HIAR_NO_MEMORY, "HIAR_CHECK=global: cannot allocate %d entries", comm->size);
     mrc = MPI_Iallgather(mine, N, MPI_LONG_LONG, all, N, MPI_LONG_LONG, comm->mpi, &req);
-    rc = mrc == MPI_SUCCESS ? hiar_mpi_wait(&req, &wait) : hiar_error_mpi(mrc, "HIAR_CHECK=global: MPI_Iallgather");
+    rc = mrc == MPI_SUCCESS ? hiar_mpi_wait(1, &req, &wait) : hiar_error_mpi(mrc, "HIAR_CHECK=global: MPI_Iallgather");
     if (rc == HIAR_SUCCESS && local_rc != HIAR_SUCCESS)
         rc = local_rc; /* this rank's own message stays */
     for (int r = 0; rc == HIAR_SUCCESS && r < comm->size; r++)
@@ -283,9 +283,9 @@ static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void 
 static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                          hiar_dtype_t dtype, hiar_op_t op, int device, hiar_stream_t stream)
 {
-    hiar_plan_t path;
+    size_t bytes = count * hiar_dtype_size(dtype);
+    hiar_plan_t path = plan(comm, bytes, device);
 
-    path = plan(comm, count * hiar_dtype_size(dtype), device);
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", count, hiar_dtype_name(dtype),
                hiar_op_name(op), device ? "device" : "host", hiar_plan_name(path));
 #ifdef HIAR_HAVE_CUDA
@@ -297,15 +297,13 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
     }
     if (device)
         HIAR_CHECK(not_capturing(stream));
-    if (device && path == HIAR_PLAN_HIER && count * hiar_dtype_size(dtype) > HIAR_DEVICE_HIER_MIN &&
-        hiar_devcomm_hier_ready(comm->dev))
+    if (device && path == HIAR_PLAN_HIER && bytes > HIAR_DEVICE_HIER_MIN && hiar_devcomm_hier_ready(comm->dev))
         return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);
     /* The rest goes through host memory, so along the host grouping; small
      * messages over groups too: MPI needs them on the host anyway, and the
      * host's shared memory is quicker than two kernels and a sync. */
     if (device)
-        return run_staged(comm, plan(comm, count * hiar_dtype_size(dtype), 0), sendbuf, recvbuf, count, dtype,
-                          op, stream);
+        return run_staged(comm, plan(comm, bytes, 0), sendbuf, recvbuf, count, dtype, op, stream);
 #else
     (void)stream;
 #endif
