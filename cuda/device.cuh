@@ -237,12 +237,111 @@ static inline unsigned hiar_blocks_for(size_t bytes)
     return (unsigned)(blocks < HIAR_IPC_MAX_BLOCKS ? blocks : HIAR_IPC_MAX_BLOCKS);
 }
 
+/*
+ * The units of [lo, hi) this thread owns (one in every blockDim.x): U of them
+ * loaded, then the U stored, so that U loads are in flight at once; in a
+ * plain loop the compiler cannot lift a load above the store before it (they
+ * may alias), and one block per SM waits on one load per thread at a time.
+ * load(off) returns a uint4; store(off, u) puts it where it goes.
+ */
+template <int U, typename L, typename S>
+__device__ __forceinline__ void move_units(size_t lo, size_t hi, L load, S store)
+{
+    const size_t stride = (size_t)blockDim.x * HIAR_UNIT;
+
+    for (size_t base = lo + threadIdx.x * HIAR_UNIT; base < hi; base += U * stride) {
+        uint4 u[U];
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            if (base + j * stride < hi)
+                u[j] = load(base + j * stride);
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            if (base + j * stride < hi)
+                store(base + j * stride, u[j]);
+    }
+}
+
+/*
+ * Unit at byte off of the message reduced over the ranks in rank order (the
+ * same bits on every rank): this rank's from the input, peer p's from
+ * peer(p), memory the peer wrote into this GPU.
+ */
+template <typename T, typename P>
+__device__ __forceinline__ uint4 reduce_unit(const hiar_ipc_args_t &a, const char *in, size_t off, size_t total,
+                                             int esize, int op, int divisor, P peer)
+{
+    unit_acc<T, HIAR_UNIT> acc;
+    uint4 r;
+
+    for (int p = 0; p < a.n; p++) {
+        uint4 u = p == a.me ? load_unit<HIAR_UNIT>(in, off, total, esize) : load_peer_written(peer(p));
+        if (p == 0)
+            acc.load(&u);
+        else
+            acc.fold(op, &u);
+    }
+    acc.store(&r, divisor);
+    return r;
+}
+
 /* Part `idx` of `parts` of [0, units) in units, as byte offsets. */
 __device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *lo, size_t *hi)
 {
     size_t base = units / parts, extra = units % parts, i = (size_t)idx;
     *lo = (i * base + (i < extra ? i : extra)) * HIAR_UNIT;
     *hi = *lo + (base + (i < extra)) * HIAR_UNIT;
+}
+
+/* ---- the call's start and end; the epoch: see ipc.h ---- */
+
+/*
+ * Programmatic dependent launch (hiar_ipc_launch, sm_90): the next kernel on
+ * the stream may be scheduled before this one ends, and waits for it in
+ * begin_call; that hides most of a launch.  Every kernel starts in
+ * begin_call, whose griddepcontrol.wait holds it until the kernel before it
+ * has completed and its writes (the caller's input, the epoch copies) are
+ * visible.  Without the launch attribute both instructions are no-ops.
+ *
+ * When to let the next kernel in: its blocks hold SMs while they wait, so
+ * not before every block of this kernel has heard from the same block of
+ * every peer.  Then all peers' blocks have started, and this kernel ends
+ * without needing room on any GPU; earlier, the waiting blocks could keep a
+ * peer's kernel on the same GPU (another process under MPS) from starting,
+ * and both would wait until the timeout (seen at 4 ranks on 2 GPUs).  A
+ * block's first sign of life from its peers is enough: the grid is the same
+ * on every rank, and the first thread of a block to get there counts.
+ */
+__device__ __forceinline__ void release_next_kernel()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ uint32_t begin_call(const hiar_ipc_args_t &a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    return a.state->epoch[blockIdx.x] + 1;
+}
+
+/*
+ * No atomic and no fence: the next call is a later kernel on the stream, so
+ * it sees these stores; nothing in this kernel reads the copies it writes
+ * (the block's own threads read theirs before the barrier).  A block that
+ * gave up waiting lets the next kernel in here.
+ */
+__device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint32_t epoch)
+{
+    __syncthreads();
+    release_next_kernel();
+    if (threadIdx.x == 0)
+        a.state->epoch[blockIdx.x] = epoch;
+    if (blockIdx.x == 0)
+        for (unsigned b = gridDim.x + threadIdx.x; b < HIAR_IPC_MAX_BLOCKS; b += blockDim.x)
+            a.state->epoch[b] = epoch;
 }
 
 /* Block-wide: tell every peer that this block's writes before it are done. */
@@ -272,6 +371,8 @@ __device__ __forceinline__ bool wait_peers(const hiar_ipc_args_t &a, int which, 
             while (flag_load_acquire(flag) < value && (ok = waiter_poll(w)))
                 ;
         }
+        if (ok)
+            release_next_kernel();
         all_ok = ok;
     }
     __syncthreads();
@@ -283,28 +384,6 @@ __device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int wh
 {
     signal_peers(a, which, value);
     return wait_peers(a, which, value, w);
-}
-
-/* ---- the call's epoch: see ipc.h ---- */
-
-__device__ __forceinline__ uint32_t call_epoch(const hiar_ipc_args_t &a)
-{
-    return a.state->epoch[blockIdx.x] + 1;
-}
-
-/*
- * No atomic and no fence: the next call is a later kernel on the stream, so
- * it sees these stores; nothing in this kernel reads the copies it writes
- * (the block's own threads read theirs before the barrier).
- */
-__device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint32_t epoch)
-{
-    __syncthreads();
-    if (threadIdx.x == 0)
-        a.state->epoch[blockIdx.x] = epoch;
-    if (blockIdx.x == 0)
-        for (unsigned b = gridDim.x + threadIdx.x; b < HIAR_IPC_MAX_BLOCKS; b += blockDim.x)
-            a.state->epoch[b] = epoch;
 }
 
 #endif

@@ -90,9 +90,15 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     return HIAR_SUCCESS;
 }
 
-extern "C" void hiar_ipc_set_max_blocks(hiar_ipc_t *ipc, unsigned blocks)
+extern "C" void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, int pdl)
 {
-    ipc->args.max_blocks = blocks < 1 ? 1 : blocks > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : blocks;
+    int major = 0;
+
+    ipc->args.max_blocks = max_blocks < 1 ? 1 : max_blocks > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : max_blocks;
+    /* griddepcontrol needs sm_90; older GPUs launch plainly. */
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ipc->device) != cudaSuccess)
+        cudaGetLastError();
+    ipc->args.pdl = pdl && major >= 9;
 }
 
 extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)

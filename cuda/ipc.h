@@ -57,6 +57,7 @@ typedef struct {
     uint64_t timeout_ns;
     size_t slot_bytes; /* one of the 4 data slots */
     unsigned max_blocks; /* of a two-shot kernel, the same on every rank of the group (kernels.h) */
+    int pdl;             /* launch for programmatic dependent launch (hiar_ipc_launch) */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;
 
@@ -72,6 +73,31 @@ __host__ __device__ static inline size_t hiar_ipc_probe_offset(int sender)
 {
     return hiar_ipc_flag_offset(2, 0, 0) + (size_t)sender * HIAR_IPC_FLAG_STRIDE;
 }
+
+/*
+ * Launches kernel k with grid x block threads on stream, where a->pdl with
+ * the attribute that lets it start before the previous kernel on the stream
+ * ends (the kernel waits for it in begin_call, device.cuh).  Measured on 2
+ * H200 in CUDA graphs: see doc/guide.md.
+ */
+#ifdef __CUDACC__
+template <typename... P, typename... A>
+static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), unsigned grid, unsigned block,
+                                   cudaStream_t stream, A... args)
+{
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = {};
+
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = a->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, args...);
+}
+#endif
 
 /* Launchers (oneshot.cu, twoshot.cu). */
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,

@@ -100,7 +100,12 @@ hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, 
  */
 #define HIAR_IPC_BLOCKS_DEFAULT 128
 #define HIAR_IPC_BLOCKS_MAX 256
-void hiar_ipc_set_max_blocks(hiar_ipc_t *ipc, unsigned blocks);
+
+/*
+ * How kernels launch: the two-shot block limit above, and pdl = 1 for
+ * programmatic dependent launch where the GPU has it (sm_90 and later).
+ */
+void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, int pdl);
 
 /* Maps every peer's allocation; handles holds n handles in rank order. */
 hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);

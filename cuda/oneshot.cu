@@ -51,7 +51,7 @@ template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int op, int divisor)
 {
-    const uint32_t e = call_epoch(a), parity = e & 1;
+    const uint32_t e = begin_call(a), parity = e & 1;
     const size_t packets = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     hiar_waiter w = waiter_begin(a);
@@ -85,6 +85,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
         }
         if (ok) {
             uint2 r;
+            release_next_kernel(); /* every peer's packet i arrived: see device.cuh */
             acc.store(&r, divisor);
             store_unit<8>(out, i * 8, bytes, esize, r);
         }
@@ -129,21 +130,12 @@ __device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint32_
 __device__ __forceinline__ void push(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
                                      int esize, size_t piece)
 {
-    const size_t stride = (size_t)blockDim.x * HIAR_UNIT;
-    for (size_t base = threadIdx.x * HIAR_UNIT; base < p.bytes; base += PUSH_UNROLL * stride) {
-        uint4 u[PUSH_UNROLL];
-#pragma unroll
-        for (int j = 0; j < PUSH_UNROLL; j++)
-            if (base + j * stride < p.bytes)
-                u[j] = load_unit<HIAR_UNIT>(in, p.off + base + j * stride, total, esize);
-        for (int k = 1; k < a.n; k++) {
-            char *dst = a.base[(a.me + k) % a.n] + p.ring + (size_t)a.me * piece + base;
-#pragma unroll
-            for (int j = 0; j < PUSH_UNROLL; j++)
-                if (base + j * stride < p.bytes)
-                    *reinterpret_cast<uint4 *>(dst + j * stride) = u[j];
-        }
-    }
+    move_units<PUSH_UNROLL>(
+        0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(in, p.off + off, total, esize); },
+        [&](size_t off, const uint4 &u) {
+            for (int k = 1; k < a.n; k++)
+                *reinterpret_cast<uint4 *>(a.base[(a.me + k) % a.n] + p.ring + (size_t)a.me * piece + off) = u;
+        });
 }
 
 template <typename T>
@@ -151,21 +143,14 @@ __device__ __forceinline__ void reduce_piece(const hiar_ipc_args_t &a, const pus
                                              char *out, size_t total, int esize, int op, int divisor,
                                              size_t piece)
 {
-    for (size_t off = threadIdx.x * HIAR_UNIT; off < p.bytes; off += (size_t)blockDim.x * HIAR_UNIT) {
-        unit_acc<T, HIAR_UNIT> acc;
-        for (int q = 0; q < a.n; q++) {
-            uint4 u = q == a.me ? load_unit<HIAR_UNIT>(in, p.off + off, total, esize)
-                                : load_peer_written(reinterpret_cast<const uint4 *>(
-                                      a.base[a.me] + p.ring + (size_t)q * piece + off));
-            if (q == 0)
-                acc.load(&u);
-            else
-                acc.fold(op, &u);
-        }
-        uint4 r;
-        acc.store(&r, divisor);
-        store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r);
-    }
+    move_units<1>(
+        0, p.bytes,
+        [&](size_t off) {
+            return reduce_unit<T>(a, in, p.off + off, total, esize, op, divisor, [&](int q) {
+                return reinterpret_cast<const uint4 *>(a.base[a.me] + p.ring + (size_t)q * piece + off);
+            });
+        },
+        [&](size_t off, const uint4 &r) { store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r); });
 }
 
 template <typename T>
@@ -173,7 +158,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
                  size_t piece)
 {
-    const uint32_t e = call_epoch(a);
+    const uint32_t e = begin_call(a);
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 
@@ -212,9 +197,8 @@ static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *o
     size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
     unsigned blocks = (unsigned)(pieces < HIAR_IPC_ONESHOT_BLOCKS ? pieces : HIAR_IPC_ONESHOT_BLOCKS);
 
-    oneshot_push<T><<<blocks, HIAR_THREADS, 0, stream>>>(*a, (const char *)in, (char *)out, bytes, esize,
-                                                        (int)op, divisor, piece);
-    return cudaGetLastError();
+    return hiar_ipc_launch(a, oneshot_push<T>, blocks, HIAR_THREADS, stream, *a, (const char *)in, (char *)out,
+                           bytes, esize, (int)op, divisor, piece);
 }
 
 template <typename T>
@@ -232,9 +216,8 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
     blocks = (packets + threads - 1) / threads;
     if (blocks > HIAR_IPC_ONESHOT_BLOCKS)
         blocks = HIAR_IPC_ONESHOT_BLOCKS;
-    oneshot_ll<T><<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(*a, (const char *)in, (char *)out, bytes,
-                                                             esize, (int)op, divisor);
-    return cudaGetLastError();
+    return hiar_ipc_launch(a, oneshot_ll<T>, (unsigned)blocks, (unsigned)threads, stream, *a, (const char *)in,
+                           (char *)out, bytes, esize, (int)op, divisor);
 }
 
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,

@@ -64,7 +64,12 @@ __device__ __forceinline__ uint4 *ag_at(const ts_chunk &c, int rank, int n, int 
     return reinterpret_cast<uint4 *>(c.slot[rank] + ((size_t)n * c.k + s) * c.cap + shard_off);
 }
 
-#define FOR_UNITS(off, lo, hi) for (size_t off = (lo) + threadIdx.x * HIAR_UNIT; off < (hi); off += (size_t)blockDim.x * HIAR_UNIT)
+/*
+ * One unit in flight per thread.  Measured on 2 H200 at 1 GB: 4 units (2 in
+ * reductions) made the kernel spill at 64 registers and lost 4% (331 against
+ * 346 GB/s); without the two-blocks-per-SM bound it gained nothing (347).
+ */
+#define TS_UNROLL 1
 
 __device__ __forceinline__ void push_to_owners(const hiar_ipc_args_t &a, const ts_chunk &c, const char *in,
                                                size_t total, int esize)
@@ -75,8 +80,9 @@ __device__ __forceinline__ void push_to_owners(const hiar_ipc_args_t &a, const t
         if (s % a.n == a.me)
             continue;
         block_part(c, s, &lo, &hi, &s_lo);
-        FOR_UNITS(off, lo, hi)
-            *rs_at(c, s % a.n, a.me, s, a.n, off - s_lo) = load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize);
+        move_units<TS_UNROLL>(
+            lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize); },
+            [&](size_t off, const uint4 &u) { *rs_at(c, s % a.n, a.me, s, a.n, off - s_lo) = u; });
     }
 }
 
@@ -95,22 +101,17 @@ __device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const 
     for (int s = a.me; s < c.nshards; s += a.n) {
         size_t lo, hi, s_lo;
         block_part(c, s, &lo, &hi, &s_lo);
-        FOR_UNITS(off, lo, hi) {
-            unit_acc<T, HIAR_UNIT> acc;
-            for (int p = 0; p < a.n; p++) {
-                uint4 u = p == a.me ? load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize)
-                                    : load_peer_written(rs_at(c, a.me, p, s, a.n, off - s_lo));
-                if (p == 0)
-                    acc.load(&u);
-                else
-                    acc.fold(op, &u);
-            }
-            uint4 r;
-            acc.store(&r, divisor);
-            store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
-            if (gather)
-                push_to_all(a, c, s, off - s_lo, r);
-        }
+        move_units<TS_UNROLL>(
+            lo, hi,
+            [&](size_t off) {
+                return reduce_unit<T>(a, in, c.c0 + off, total, esize, op, divisor,
+                                      [&](int p) { return rs_at(c, a.me, p, s, a.n, off - s_lo); });
+            },
+            [&](size_t off, const uint4 &r) {
+                store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
+                if (gather)
+                    push_to_all(a, c, s, off - s_lo, r);
+            });
     }
 }
 
@@ -121,8 +122,9 @@ __device__ __forceinline__ void push_owned(const hiar_ipc_args_t &a, const ts_ch
     for (int s = a.me; s < c.nshards; s += a.n) {
         size_t lo, hi, s_lo;
         block_part(c, s, &lo, &hi, &s_lo);
-        FOR_UNITS(off, lo, hi)
-            push_to_all(a, c, s, off - s_lo, load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize));
+        move_units<TS_UNROLL>(
+            lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize); },
+            [&](size_t off, const uint4 &u) { push_to_all(a, c, s, off - s_lo, u); });
     }
 }
 
@@ -134,9 +136,9 @@ __device__ __forceinline__ void copy_others(const hiar_ipc_args_t &a, const ts_c
         if (s % a.n == a.me)
             continue;
         block_part(c, s, &lo, &hi, &s_lo);
-        FOR_UNITS(off, lo, hi)
-            store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize,
-                                  load_peer_written(ag_at(c, a.me, a.n, s, off - s_lo)));
+        move_units<TS_UNROLL>(
+            lo, hi, [&](size_t off) { return load_peer_written(ag_at(c, a.me, a.n, s, off - s_lo)); },
+            [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, u); });
     }
 }
 
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     twoshot(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
             size_t chunk_bytes, int nshards, int steps)
 {
-    const uint32_t e = call_epoch(a);
+    const uint32_t e = begin_call(a);
     hiar_waiter w = waiter_begin(a);
     uint32_t step = 0;
 
@@ -192,9 +194,9 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
 {
     unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)nshards);
 
-    twoshot<T><<<blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, 0, stream>>>(
-        *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards, steps);
-    return cudaGetLastError();
+    return hiar_ipc_launch(a, twoshot<T>, blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, stream,
+                           *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards,
+                           steps);
 }
 
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,

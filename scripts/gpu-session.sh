@@ -27,6 +27,7 @@ run tests $mpi -np "$ngpu" ./tests/gpu/test_gpu
 run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
+run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 50 -w 10 --graph
 run bench-flat $mpi -np "$ngpu" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
 run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench --split -b 1K -e 256M -f 4 -n 20 -w 5
 

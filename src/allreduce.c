@@ -258,6 +258,8 @@ static hiar_result_t not_capturing(hiar_stream_t stream)
 /*
  * Device buffers the IPC kernels cannot serve: chunk by chunk through a
  * pinned host buffer and the host path.  Every rank cuts the same chunks.
+ * The copy back is left on the stream: the next copy in, on the same stream,
+ * waits for it, and so does the host before it touches the buffer again.
  */
 static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void *sendbuf, void *recvbuf,
                                 size_t count, hiar_dtype_t dtype, hiar_op_t op, hiar_stream_t stream)
@@ -274,7 +276,7 @@ static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void 
         size_t n = count - off < chunk ? count - off : chunk;
         HIAR_CHECK(hiar_cuda_copy(stage, (const char *)sendbuf + off * esize, n * esize, stream));
         HIAR_CHECK(run_host(comm, path, stage, stage, n, dtype, op));
-        HIAR_CHECK(hiar_cuda_copy((char *)recvbuf + off * esize, stage, n * esize, stream));
+        HIAR_CHECK(hiar_cuda_copy_async((char *)recvbuf + off * esize, stage, n * esize, stream));
     }
     return HIAR_SUCCESS;
 }

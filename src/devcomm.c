@@ -235,7 +235,7 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
     if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP) {
         ipc_setup(comm, dev);
         if (dev->ipc)
-            hiar_ipc_set_max_blocks(dev->ipc, max_blocks(comm, dev));
+            hiar_ipc_set_launch(dev->ipc, max_blocks(comm, dev), (int)hiar_comm_param(comm, HIAR_P_PDL));
     } else
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: %s",
                  dev->local_size < 2 ? "the group has one rank"
@@ -329,7 +329,12 @@ int hiar_devcomm_hier_ready(const hiar_devcomm_t *dev)
  *   piece i: wait for its copy to the host | start copying piece i+1 |
  *            MPI on piece i (AVG: divide) | start copying piece i back
  *
- * Copies and kernels share the caller's stream, so they stay in order.
+ * Copies and kernels share the caller's stream, so they stay in order: the
+ * first wait also covers the reduce-scatter kernel before it, and nothing
+ * waits for the last copy back (the next call's first wait does, before the
+ * host touches the buffers again).  Each wait is followed by a look at the
+ * kernels' status: a group that timed out must not go on to MPI with stale
+ * shards.
  */
 static hiar_result_t staged_inter(hiar_comm_t *comm, hiar_devcomm_t *dev, char *data, size_t bytes,
                                   hiar_dtype_t dtype, hiar_op_t op, MPI_Comm shard_comm, hiar_stream_t stream,
@@ -346,6 +351,7 @@ static hiar_result_t staged_inter(hiar_comm_t *comm, hiar_devcomm_t *dev, char *
         char *buf = stage + (i % 2) * STAGE_BYTES;
         size_t n = bytes - off < piece_max ? bytes - off : piece_max, next = off + n;
         HIAR_CHECK(hiar_cuda_sync(stream));
+        HIAR_CHECK(hiar_devcomm_status(dev));
         if (next < bytes)
             HIAR_CHECK(hiar_cuda_copy_async(stage + ((i + 1) % 2) * STAGE_BYTES, data + next,
                                             bytes - next < piece_max ? bytes - next : piece_max, stream));
@@ -354,7 +360,7 @@ static hiar_result_t staged_inter(hiar_comm_t *comm, hiar_devcomm_t *dev, char *
             hiar_reduce_host(buf, (const void *const *)&buf, 1, n / esize, dtype, HIAR_SUM, comm->size);
         HIAR_CHECK(hiar_cuda_copy_async(data + off, buf, n, stream));
     }
-    return hiar_cuda_sync(stream);
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_devcomm_hier_allreduce(hiar_comm_t *comm, hiar_devcomm_t *dev, const void *sendbuf,
@@ -370,9 +376,6 @@ hiar_result_t hiar_devcomm_hier_allreduce(hiar_comm_t *comm, hiar_devcomm_t *dev
         HIAR_CHECK(hiar_ipc_status(dev->ipc));
         HIAR_CHECK(hiar_ipc_hier_step(dev->ipc, HIAR_IPC_STEP_RS, sendbuf, recvbuf, count, dtype, op,
                                       dev->nshards, chunk, stream));
-        /* A group that timed out must not go on to MPI with stale shards. */
-        HIAR_CHECK(hiar_cuda_sync(stream));
-        HIAR_CHECK(hiar_ipc_status(dev->ipc));
     } else if (sendbuf != recvbuf) {
         HIAR_CHECK(hiar_cuda_copy_async(recvbuf, sendbuf, bytes, stream));
     }

@@ -187,8 +187,12 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  * comm: issue calls on one stream.  A peer that never arrives makes the
  * kernel give up after HIAR_TIMEOUT_MS; that call's result is undefined, and
  * the next call (or hiar_comm_get_async_error) returns HIAR_TIMEOUT.
- * Device buffers without IPC (several groups, no P2P): staged through host
- * memory, synchronous like host buffers.
+ * Device buffers over several groups, or in a group without IPC: the call
+ * blocks the calling thread through the MPI step, reads the inputs before
+ * it returns, and leaves the rest of the work (copies back, all-gather
+ * kernel) on `stream`: wait for the stream before reading recvbuf, as with
+ * one group.  These calls cannot be captured in a CUDA graph
+ * (HIAR_INVALID_USAGE).
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
  * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.
