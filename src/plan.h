@@ -22,9 +22,10 @@ typedef enum {
  * reduce-scatter + all-gather (measured: 42 against 33 us at 4 KB). */
 #define HIAR_HIER_ONESHOT_MAX_DEFAULT (2 * 1024)
 /* Device messages over several groups up to this size take the host paths
- * (one copy each way) rather than two kernels and a sync around MPI.
- * Measured on 2 H200, 4 ranks as 2 groups, bf16: host paths 63 against
- * 76 us at 16 KB, even at 32 KB, kernels 131 against 171 us at 64 KB. */
+ * (one copy each way) rather than two kernels around MPI.  Measured on 2
+ * H200 under MPS, 4 ranks as 2 groups, bf16, each path waiting for the GPU
+ * once: host paths 23 against 42 us at 4 KB and 43 against 49 at 16 KB;
+ * the kernels' path took 55 us at 32 KB and 69 at 64 KB. */
 #define HIAR_DEVICE_HIER_MIN (16 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
