@@ -17,17 +17,9 @@
 #include <time.h>
 
 #include "hiar.h"
+#include "cuda_ok.h"
 
 static int rank, nranks, passed, failed;
-
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
 
 /* ---- dtype codecs (independent of the library) ---- */
 

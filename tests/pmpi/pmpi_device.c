@@ -24,18 +24,11 @@
 
 #include <mpi.h>
 
+#include "../gpu/cuda_ok.h"
+
 static int rank, nranks, passed, failed;
 static long long calls;
 static cudaStream_t reader; /* non-blocking: no implicit wait for the default stream */
-
-#define CUDA_OK(call)                                                                              \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "rank %d: %s: %s\n", rank, #call, cudaGetErrorString(e_));            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
-        }                                                                                          \
-    } while (0)
 
 typedef enum { MEM_HOST, MEM_DEVICE, MEM_MANAGED } mem_t;
 
