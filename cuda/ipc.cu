@@ -47,7 +47,7 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     a->data_offset = a->ll_offset + 2 * (size_t)a->n * HIAR_IPC_LL_AREA_BYTES;
     ipc->bytes = a->data_offset + 4 * a->slot_bytes;
     a->timeout_ns = (uint64_t)timeout_ms * 1000000u;
-    a->max_blocks = HIAR_IPC_BLOCKS_DEFAULT;
+    a->max_blocks = a->push_blocks = a->ll_blocks = HIAR_IPC_BLOCKS_DEFAULT;
     CUDA_TRY(cudaGetDevice(&ipc->device));
     CUDA_TRY(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
     /* Zero flags and packets: epoch 0 never matches a call (they start at 1). */
@@ -90,15 +90,38 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     return HIAR_SUCCESS;
 }
 
-extern "C" void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, int pdl)
+/*
+ * Blocks of one kernel when the kernels of `sharers` ranks must be resident
+ * on one GPU at once (every block spins until its peers' same block
+ * arrives), `per_sm` of them fitting an SM, 128 SMs counted.
+ */
+static unsigned fit(unsigned per_sm, unsigned sharers)
 {
+    unsigned blocks = HIAR_IPC_BLOCKS_DEFAULT * per_sm / (sharers ? sharers : 1);
+    return blocks ? blocks : 1;
+}
+
+static unsigned at_most(unsigned v, unsigned max)
+{
+    return v < max ? v : max;
+}
+
+extern "C" void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, unsigned sharers, int pdl)
+{
+    hiar_ipc_args_t *a = &ipc->args;
     int major = 0;
 
-    ipc->args.max_blocks = max_blocks < 1 ? 1 : max_blocks > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : max_blocks;
+    /* Registers per thread at 512 threads: two-shot 64 (two blocks per SM),
+     * push 100 (one), LL 32 (four).  Measured on 2 H200 with 2 ranks per GPU
+     * under MPS: 128-block push kernels left the second rank 4 SMs, and 1 MB
+     * took 62 us against 29 for two-shot. */
+    a->max_blocks = at_most(max_blocks ? max_blocks : 1, at_most(HIAR_IPC_BLOCKS_MAX, fit(2, sharers)));
+    a->push_blocks = at_most(HIAR_IPC_ONESHOT_BLOCKS, fit(1, sharers));
+    a->ll_blocks = at_most(HIAR_IPC_ONESHOT_BLOCKS, fit(4, sharers));
     /* griddepcontrol needs sm_90; older GPUs launch plainly. */
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ipc->device) != cudaSuccess)
         cudaGetLastError();
-    ipc->args.pdl = pdl && major >= 9;
+    a->pdl = pdl && major >= 9;
 }
 
 extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)

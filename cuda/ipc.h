@@ -27,7 +27,8 @@
 
 #define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
 /* Blocks of a kernel: one-shot kernels use up to 128 (one per SM), two-shot
- * of large messages up to max_blocks (kernels.h; see hiar_blocks_for). */
+ * of large messages up to max_blocks (kernels.h; see hiar_blocks_for); fewer
+ * where ranks share a GPU (hiar_ipc_set_launch). */
 #define HIAR_IPC_MAX_BLOCKS HIAR_IPC_BLOCKS_MAX
 #define HIAR_IPC_ONESHOT_BLOCKS HIAR_IPC_BLOCKS_DEFAULT
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
@@ -56,7 +57,8 @@ typedef struct {
     const hiar_ipc_control_t *ctl;
     uint64_t timeout_ns;
     size_t slot_bytes; /* one of the 4 data slots */
-    unsigned max_blocks; /* of a two-shot kernel, the same on every rank of the group (kernels.h) */
+    /* Most blocks of each kernel, the same on every rank of the group (hiar_ipc_set_launch). */
+    unsigned max_blocks, push_blocks, ll_blocks;
     int pdl;             /* launch for programmatic dependent launch (hiar_ipc_launch) */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;

@@ -102,10 +102,12 @@ hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, 
 #define HIAR_IPC_BLOCKS_MAX 256
 
 /*
- * How kernels launch: the two-shot block limit above, and pdl = 1 for
- * programmatic dependent launch where the GPU has it (sm_90 and later).
+ * How kernels launch: the two-shot block limit above; sharers, the most
+ * ranks of the comm on one GPU of the group (each kernel then gets its share
+ * of the GPU's block slots); pdl = 1 for programmatic dependent launch where
+ * the GPU has it (sm_90 and later).  The same on every rank of the group.
  */
-void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, int pdl);
+void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, unsigned sharers, int pdl);
 
 /* Maps every peer's allocation; handles holds n handles in rank order. */
 hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);

@@ -195,7 +195,7 @@ static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *o
                                hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
-    unsigned blocks = (unsigned)(pieces < HIAR_IPC_ONESHOT_BLOCKS ? pieces : HIAR_IPC_ONESHOT_BLOCKS);
+    unsigned blocks = (unsigned)(pieces < a->push_blocks ? pieces : a->push_blocks);
 
     return hiar_ipc_launch(a, oneshot_push<T>, blocks, HIAR_THREADS, stream, *a, (const char *)in, (char *)out,
                            bytes, esize, (int)op, divisor, piece);
@@ -214,8 +214,8 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
     if (threads > HIAR_THREADS)
         threads = HIAR_THREADS;
     blocks = (packets + threads - 1) / threads;
-    if (blocks > HIAR_IPC_ONESHOT_BLOCKS)
-        blocks = HIAR_IPC_ONESHOT_BLOCKS;
+    if (blocks > a->ll_blocks)
+        blocks = a->ll_blocks;
     return hiar_ipc_launch(a, oneshot_ll<T>, (unsigned)blocks, (unsigned)threads, stream, *a, (const char *)in,
                            (char *)out, bytes, esize, (int)op, divisor);
 }
