@@ -218,6 +218,26 @@ __device__ __forceinline__ uint4 load_peer_written(const uint4 *p)
 #define HIAR_THREADS 512
 
 /*
+ * The fewest blocks of 512 threads that fit one SM of the current device
+ * over every dtype's instance of a kernel (kernel_of(T()) is T's); 1 where
+ * CUDA cannot say.
+ */
+template <typename F> static int fewest_per_sm(F kernel_of)
+{
+    int fewest = 1 << 30;
+
+    for (int d = 0; d < HIAR_DTYPE_COUNT; d++)
+        hiar_dispatch_dtype((hiar_dtype_t)d, [&](auto tag) {
+            int n = 0;
+            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_of(tag), HIAR_THREADS, 0) != cudaSuccess)
+                cudaGetLastError();
+            fewest = n < fewest ? n : fewest;
+            return cudaSuccess;
+        });
+    return fewest > 0 ? fewest : 1;
+}
+
+/*
  * Blocks for `bytes` of work per rank, the same on every rank (it depends on
  * the size only; launchers cap it at the group's max_blocks): one per 16 KB
  * (two units per thread) up to 128, enough outstanding stores to fill
@@ -310,7 +330,10 @@ __device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *
  * peer's kernel on the same GPU (another process under MPS) from starting,
  * and both would wait until the timeout (seen at 4 ranks on 2 GPUs).  A
  * block's first sign of life from its peers is enough: the grid is the same
- * on every rank, and the first thread of a block to get there counts.
+ * on every rank, and the first thread of a block to get there counts.  This
+ * covers the peers of this kernel; the kernels of other groups or other
+ * communicators on the same GPU get room from the launch caps
+ * (hiar_ipc_fit_caps).
  */
 __device__ __forceinline__ void release_next_kernel()
 {

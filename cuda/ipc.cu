@@ -90,38 +90,38 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     return HIAR_SUCCESS;
 }
 
+extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_ipc_caps_t *caps)
+{
+    int sms = 0;
+
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ipc->device) != cudaSuccess || sms < 1) {
+        cudaGetLastError();
+        sms = 1;
+    }
+    caps->ll = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_oneshot_per_sm(1), sharers,
+                                   HIAR_IPC_ONESHOT_BLOCKS);
+    caps->push = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_oneshot_per_sm(0), sharers,
+                                     HIAR_IPC_ONESHOT_BLOCKS);
+    caps->twoshot = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_twoshot_per_sm(), sharers,
+                                        HIAR_IPC_BLOCKS_MAX);
+}
+
 /*
- * Blocks of one kernel when the kernels of `sharers` ranks must be resident
- * on one GPU at once (every block spins until its peers' same block
- * arrives), `per_sm` of them fitting an SM, 128 SMs counted.
+ * On 2 H200 (132 SMs) with 2 ranks per GPU under MPS, 128-block push
+ * kernels (one block per SM) left the second rank 4 SMs: 1 MB took 62 us
+ * against 29 for two-shot; at 66 blocks each, 30 us.
  */
-static unsigned fit(unsigned per_sm, unsigned sharers)
-{
-    unsigned blocks = HIAR_IPC_BLOCKS_DEFAULT * per_sm / (sharers ? sharers : 1);
-    return blocks ? blocks : 1;
-}
-
-static unsigned at_most(unsigned v, unsigned max)
-{
-    return v < max ? v : max;
-}
-
-extern "C" void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, unsigned sharers, int pdl)
+extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl)
 {
     hiar_ipc_args_t *a = &ipc->args;
-    int major = 0;
 
-    /* Registers per thread at 512 threads: two-shot 64 (two blocks per SM),
-     * push 100 (one), LL 32 (four).  Measured on 2 H200 with 2 ranks per GPU
-     * under MPS: 128-block push kernels left the second rank 4 SMs, and 1 MB
-     * took 62 us against 29 for two-shot. */
-    a->max_blocks = at_most(max_blocks ? max_blocks : 1, at_most(HIAR_IPC_BLOCKS_MAX, fit(2, sharers)));
-    a->push_blocks = at_most(HIAR_IPC_ONESHOT_BLOCKS, fit(1, sharers));
-    a->ll_blocks = at_most(HIAR_IPC_ONESHOT_BLOCKS, fit(4, sharers));
-    /* griddepcontrol needs sm_90; older GPUs launch plainly. */
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ipc->device) != cudaSuccess)
-        cudaGetLastError();
-    a->pdl = pdl && major >= 9;
+    a->ll_blocks = caps->ll ? caps->ll : 1;
+    a->push_blocks = caps->push ? caps->push : 1;
+    a->max_blocks = caps->twoshot < 1 ? 1 : caps->twoshot > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : caps->twoshot;
+    /* Kernels built from PTX older than sm_90 have no griddepcontrol.wait
+     * (begin_call), and must not start before the kernel ahead of them ends. */
+    a->pdl = pdl && hiar_ipc_ptx_version() >= 90;
+    return a->pdl;
 }
 
 extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)

@@ -23,7 +23,7 @@ hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
 /* Whether a CUDA MPS control daemon appears to be running for this user. */
 int hiar_cuda_mps_running(void);
 
-/* Pinned host memory, and a stream-ordered copy that returns when done. */
+/* Pinned host memory (freed once the device is idle), and a stream-ordered copy that returns when done. */
 hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
 void hiar_cuda_host_free(void *ptr);
 hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
@@ -101,13 +101,37 @@ hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, 
 #define HIAR_IPC_BLOCKS_DEFAULT 128
 #define HIAR_IPC_BLOCKS_MAX 256
 
+/* Most blocks of each kernel of a group: the same on every rank of it. */
+typedef struct {
+    unsigned ll, push, twoshot;
+} hiar_ipc_caps_t;
+
 /*
- * How kernels launch: the two-shot block limit above; sharers, the most
- * ranks of the comm on one GPU of the group (each kernel then gets its share
- * of the GPU's block slots); pdl = 1 for programmatic dependent launch where
- * the GPU has it (sm_90 and later).  The same on every rank of the group.
+ * Blocks of one kernel when the kernels of `sharers` ranks must be resident
+ * on one GPU of `sms` SMs at once (every block spins until its peers' same
+ * block arrives) and per_sm of its blocks fit an SM; at most limit, at least 1.
  */
-void hiar_ipc_set_launch(hiar_ipc_t *ipc, unsigned max_blocks, unsigned sharers, int pdl);
+static inline unsigned hiar_ipc_blocks_cap(unsigned sms, unsigned per_sm, unsigned sharers, unsigned limit)
+{
+    unsigned long long blocks = (unsigned long long)sms * per_sm / (sharers ? sharers : 1);
+
+    blocks = blocks < limit ? blocks : limit;
+    return blocks ? (unsigned)blocks : 1;
+}
+
+/*
+ * This GPU's caps when `sharers` ranks of the comm may use it (the group
+ * agrees on the minimum over its ranks): from its SM count and how many
+ * blocks of 512 threads of each kernel fit an SM.
+ */
+void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_ipc_caps_t *caps);
+
+/*
+ * How kernels launch: the group's caps (twoshot also within
+ * HIAR_IPC_BLOCKS_MAX), and pdl = 1 for programmatic dependent launch where
+ * the kernels were built for it (sm_90 and later).  Returns 1 if they use it.
+ */
+int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
 
 /* Maps every peer's allocation; handles holds n handles in rank order. */
 hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);

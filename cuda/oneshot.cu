@@ -229,3 +229,19 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void
                   : launch_push<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream);
     });
 }
+
+int hiar_ipc_oneshot_per_sm(int ll)
+{
+    return ll ? fewest_per_sm([](auto t) { return oneshot_ll<decltype(t)>; })
+              : fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
+}
+
+int hiar_ipc_ptx_version(void)
+{
+    cudaFuncAttributes f;
+    if (cudaFuncGetAttributes(&f, oneshot_ll<float>) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return f.ptxVersion;
+}

@@ -71,7 +71,9 @@ extern "C" hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out)
 
 extern "C" void hiar_cuda_host_free(void *ptr)
 {
+    cudaDeviceSynchronize(); /* copies left on a stream may still read it */
     cudaFreeHost(ptr);
+    cudaGetLastError();
 }
 
 static hiar_result_t copy_failed(cudaError_t err, const char *what)

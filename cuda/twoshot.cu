@@ -209,3 +209,8 @@ cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, vo
                                      stream);
     });
 }
+
+int hiar_ipc_twoshot_per_sm(void)
+{
+    return fewest_per_sm([](auto t) { return twoshot<decltype(t)>; });
+}

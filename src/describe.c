@@ -49,7 +49,7 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
              oneshot_max ? oneshot_max : (long long)HIAR_SHM_ONESHOT_MAX_DEFAULT, buffer);
 #ifdef HIAR_HAVE_CUDA
     {
-        char gpu[320];
+        char gpu[480];
         hiar_devcomm_summary(comm->dev, gpu, sizeof(gpu));
         EMIT(out, "  rank %d: %s", comm->rank, gpu);
         if (out && comm->dev)

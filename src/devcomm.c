@@ -37,7 +37,7 @@ struct hiar_devcomm {
     hiar_ipc_t *ipc;
     int shared_gpu; /* another rank of the group uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
-    char why[200];  /* the transport for device buffers, and why */
+    char why[320];  /* the transport for device buffers, why, and how its kernels launch */
     char *stage; /* 2 x STAGE_BYTES, pinned */
 };
 
@@ -105,27 +105,55 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 }
 
 /*
- * The most ranks of the comm on one GPU of this group: ranks with the same
- * bus id on any host (HIAR_HOST_ID makes one machine look like several, so
- * hosts cannot rule it out; a false alarm costs only narrower kernels).
+ * Ranks of the comm on this rank's GPU, itself included: the same bus id on
+ * the same machine (the real host identity: HIAR_HOST_ID may make one
+ * machine look like several, and identical machines share bus ids).
+ * Collective over the comm; 0 without a GPU.
  */
-static unsigned gpu_sharers(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
+static int ranks_on_gpu(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
 {
-    const char *mine = dev->facts[comm->rank].pci.bus_id;
-    int here = 0, most = 1;
+    const char *bus = dev->facts[comm->rank].pci.bus_id;
+    char host[HIAR_HOST_ID_MAX];
+    uint32_t h = 2166136261u; /* FNV-1a of host and bus id: a collision only narrows kernels */
+    MPI_Comm same = MPI_COMM_NULL;
+    int n = 0;
 
-    for (int r = 0; r < comm->size; r++)
-        here += mine[0] && strcmp(dev->facts[r].pci.bus_id, mine) == 0;
-    here = here ? here : 1;
-    PMPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, dev->group_comm);
-    return (unsigned)most;
+    hiar_topo_host_id(NULL, host);
+    for (const char *p = host; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    for (const char *p = bus; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    if (MPI_Comm_split(comm->mpi, bus[0] ? (int)(h & 0x7fffffff) : MPI_UNDEFINED, comm->rank, &same) ==
+            MPI_SUCCESS &&
+        same != MPI_COMM_NULL) {
+        MPI_Comm_size(same, &n);
+        MPI_Comm_free(&same);
+    }
+    return n;
 }
 
-/* HIAR_MAX_BLOCKS; 0 is the default. */
-static unsigned max_blocks(const hiar_comm_t *comm)
+/*
+ * Launch caps for the group: each GPU's share for the most ranks on one GPU
+ * of the group, the smallest over its ranks (the same grids everywhere);
+ * two-shot within HIAR_MAX_BLOCKS (0: the default).
+ */
+static void set_launch(const hiar_comm_t *comm, hiar_devcomm_t *dev, int on_gpu)
 {
     long long want = hiar_comm_param(comm, HIAR_P_MAX_BLOCKS);
-    return want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
+    unsigned max = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
+    hiar_ipc_caps_t caps;
+    int sharers = 1, pdl;
+    size_t used;
+
+    PMPI_Allreduce(&on_gpu, &sharers, 1, MPI_INT, MPI_MAX, dev->group_comm);
+    hiar_ipc_fit_caps(dev->ipc, sharers > 0 ? (unsigned)sharers : 1, &caps);
+    caps.twoshot = caps.twoshot < max ? caps.twoshot : max;
+    PMPI_Allreduce(MPI_IN_PLACE, &caps, 3, MPI_UNSIGNED, MPI_MIN, dev->group_comm);
+    pdl = hiar_ipc_set_launch(dev->ipc, &caps, (int)hiar_comm_param(comm, HIAR_P_PDL));
+    used = strlen(dev->why);
+    snprintf(dev->why + used, sizeof(dev->why) - used, "; kernels of at most %u (LL), %u (push), %u (two-shot) "
+             "blocks for %d rank%s on one GPU, %s", caps.ll, caps.push, caps.twoshot, sharers,
+             sharers == 1 ? "" : "s", pdl ? "programmatic dependent launch" : "plain launches");
 }
 
 /* Whether every rank of this rank's group has a GPU, and whether one shares ours. */
@@ -216,7 +244,7 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
 {
     hiar_devcomm_t *dev = calloc(1, sizeof(*dev));
     hiar_result_t rc;
-    int all_gpu;
+    int all_gpu, on_gpu;
 
     if (!dev)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU state");
@@ -230,11 +258,11 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
         return rc;
     }
     all_gpu = group_has_gpus(comm, dev);
+    on_gpu = ranks_on_gpu(comm, dev);
     if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP) {
         ipc_setup(comm, dev);
         if (dev->ipc)
-            hiar_ipc_set_launch(dev->ipc, max_blocks(comm), gpu_sharers(comm, dev),
-                                (int)hiar_comm_param(comm, HIAR_P_PDL));
+            set_launch(comm, dev, on_gpu);
     } else
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: %s",
                  dev->local_size < 2 ? "the group has one rank"

@@ -191,8 +191,9 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  * blocks the calling thread through the MPI step, reads the inputs before
  * it returns, and leaves the rest of the work (copies back, all-gather
  * kernel) on `stream`: wait for the stream before reading recvbuf, as with
- * one group.  These calls cannot be captured in a CUDA graph
- * (HIAR_INVALID_USAGE).
+ * one group, and issue the comm's calls on one stream (the next call reuses
+ * pinned buffers that copies left on the stream may still read).  These
+ * calls cannot be captured in a CUDA graph (HIAR_INVALID_USAGE).
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
  * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.

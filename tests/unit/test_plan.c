@@ -3,10 +3,12 @@
  * HIAR_ALGO on host buffers, and how messages are cut into shards
  * (src/shard.h).  The crossovers between IPC kernels were measured on the
  * GPU machine (plan.h); here they are pinned so a change is deliberate.
+ * Also the IPC kernels' block caps for ranks that share a GPU.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "../cuda/kernels.h"
 #include "param.h"
 #include "plan.h"
 #include "shard.h"
@@ -231,4 +233,33 @@ Test(shard, cover_disjoint_aligned)
             check_shards((size_t)1 << 20, esizes[e], nshards);
             check_shards(((size_t)1 << 33) + 17, esizes[e], nshards);
         }
+}
+
+/* H200: 132 SMs; push kernels fit 1 block per SM, two-shot 2, LL 3. */
+Test(ipc, blocks_cap_examples)
+{
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 1, 1, 128), 128);
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 1, 2, 128), 66);
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 2, 1, 256), 256);
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 2, 2, 256), 132);
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 3, 4, 128), 99);
+    cr_assert_eq(hiar_ipc_blocks_cap(108, 1, 2, 128), 54); /* A100 */
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 1, 0, 128), 128); /* no sharer counted: as one */
+    cr_assert_eq(hiar_ipc_blocks_cap(132, 1, 200, 128), 1); /* never an empty grid */
+}
+
+/* The kernels of all sharers fit the GPU together, within the limit, never empty. */
+Test(ipc, blocks_cap_fits)
+{
+    for (unsigned sms = 1; sms <= 200; sms++)
+        for (unsigned per_sm = 1; per_sm <= 4; per_sm++)
+            for (unsigned sharers = 1; sharers <= 8; sharers++) {
+                unsigned cap = hiar_ipc_blocks_cap(sms, per_sm, sharers, 128);
+                cr_assert_geq(cap, 1);
+                cr_assert_leq(cap, 128);
+                cr_assert(cap == 1 || cap * sharers <= sms * per_sm, "%u SMs x %u, %u sharers: %u blocks each",
+                          sms, per_sm, sharers, cap);
+                cr_assert(cap == 128 || (cap + 1) * sharers > sms * per_sm,
+                          "%u SMs x %u, %u sharers: %u blocks each leaves room", sms, per_sm, sharers, cap);
+            }
 }
