@@ -45,6 +45,12 @@ hiar_result_t hiar_topo_fact_set_gpu(hiar_topo_fact_t *fact, const char *sysfs_r
 /* Records a direct NVLink peer (NVML's remote PCI bus id, any of its forms). */
 hiar_result_t hiar_topo_fact_add_nvlink_peer(hiar_topo_fact_t *fact, const char *bus_id);
 
+/* Whether a and b are on one host: their host identities are equal. */
+int hiar_topo_same_host(const hiar_topo_fact_t *a, const hiar_topo_fact_t *b);
+
+/* Whether bus_id (normalised) is among fact's direct NVLink peers. */
+int hiar_topo_lists_nvlink_peer(const hiar_topo_fact_t *fact, const char *bus_id);
+
 /*
  * One rank per GPU of bus_ids ("0000:3b:00.0,0000:5e:00.0", in that order) on
  * host_id, read under sysfs_root: a hypothetical machine for hiar-info and

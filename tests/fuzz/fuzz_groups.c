@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the HIAR_GROUPS parser (hiar_grouping_parse, src/topo.c).
+ * libFuzzer target: the HIAR_GROUPS parser (hiar_grouping_parse, src/topo_grouping_parse.c).
  *
  * Input byte 0 gives the communicator size (1 + byte % 64); the rest, as
  * text, is the HIAR_GROUPS value.  Besides memory errors, it checks that an

@@ -40,7 +40,7 @@ flags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sa
 common="$src/src/error.c $src/src/log.c $src/src/param.c"
 declare -A sources=(
     [fuzz_params]="$common"
-    [fuzz_groups]="$common $src/src/topo.c $src/src/topotable.c $src/src/pcitopo.c"
+    [fuzz_groups]="$common $src/src/topo_*.c $src/src/topotable.c $src/src/pcitopo.c"
     [fuzz_sysfs]="$common $src/src/pcitopo.c"
 )
 # The parameter names, from the one list of them.

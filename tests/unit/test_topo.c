@@ -1,7 +1,8 @@
 /*
- * Grouping of ranks (src/topo.c): HIAR_GROUPS parsing, grouping by host
- * identity and by labels.  Groups are numbered by their smallest rank,
- * members sorted by rank, local index = position in the group.
+ * Grouping of ranks (src/topo_grouping*.c, src/topo_group_level.c):
+ * HIAR_GROUPS parsing, grouping by host identity and by labels.  Groups are
+ * numbered by their smallest rank, members sorted by rank, local index =
+ * position in the group.
  */
 #include <criterion/criterion.h>
 #include <string.h>
