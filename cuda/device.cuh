@@ -331,9 +331,10 @@ __device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *
  * and both would wait until the timeout (seen at 4 ranks on 2 GPUs).  A
  * block's first sign of life from its peers is enough: the grid is the same
  * on every rank, and the first thread of a block to get there counts.  This
- * covers the peers of this kernel; the kernels of other groups or other
- * communicators on the same GPU get room from the launch caps
- * (hiar_ipc_fit_caps).
+ * covers the peers of this kernel.  The kernels of other groups of the comm
+ * on the same GPU get room from the launch caps (hiar_ipc_fit_caps), which
+ * count the comm's ranks on each GPU; another communicator's kernels on it
+ * are not counted (see HIAR_MAX_BLOCKS in doc/params.md).
  */
 __device__ __forceinline__ void release_next_kernel()
 {

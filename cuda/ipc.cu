@@ -90,13 +90,18 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     return HIAR_SUCCESS;
 }
 
+/*
+ * On 2 H200 (132 SMs) with 2 ranks per GPU under MPS, 128-block push
+ * kernels (one block per SM) left the second rank 4 SMs: 1 MB took 62 us
+ * against 29 for two-shot; at 64 blocks each, 30 us.
+ */
 extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_ipc_caps_t *caps)
 {
     int sms = 0;
 
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ipc->device) != cudaSuccess || sms < 1) {
         cudaGetLastError();
-        sms = 1;
+        sms = HIAR_IPC_BLOCKS_DEFAULT; /* what the defaults were measured with, near enough */
     }
     caps->ll = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_oneshot_per_sm(1), sharers,
                                    HIAR_IPC_ONESHOT_BLOCKS);
@@ -106,18 +111,19 @@ extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_
                                         HIAR_IPC_BLOCKS_MAX);
 }
 
-/*
- * On 2 H200 (132 SMs) with 2 ranks per GPU under MPS, 128-block push
- * kernels (one block per SM) left the second rank 4 SMs: 1 MB took 62 us
- * against 29 for two-shot; at 66 blocks each, 30 us.
- */
+static unsigned within(unsigned blocks, unsigned max)
+{
+    return blocks < 1 ? 1 : blocks > max ? max : blocks;
+}
+
 extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl)
 {
     hiar_ipc_args_t *a = &ipc->args;
 
-    a->ll_blocks = caps->ll ? caps->ll : 1;
-    a->push_blocks = caps->push ? caps->push : 1;
-    a->max_blocks = caps->twoshot < 1 ? 1 : caps->twoshot > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : caps->twoshot;
+    /* The push ring and the flags are laid out for at most these many. */
+    a->ll_blocks = within(caps->ll, HIAR_IPC_ONESHOT_BLOCKS);
+    a->push_blocks = within(caps->push, HIAR_IPC_ONESHOT_BLOCKS);
+    a->max_blocks = within(caps->twoshot, HIAR_IPC_BLOCKS_MAX);
     /* Kernels built from PTX older than sm_90 have no griddepcontrol.wait
      * (begin_call), and must not start before the kernel ahead of them ends. */
     a->pdl = pdl && hiar_ipc_ptx_version() >= 90;

@@ -20,10 +20,16 @@ hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device);
 /* The current device and its PCI bus id ("0000:3b:00.0"); *device = -1 without a GPU. */
 hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
 
+/* CUDA's UUID of device (the MIG instance's under MIG); left zero if CUDA cannot say. */
+void hiar_cuda_device_uuid(int device, unsigned char uuid[16]);
+
+/* Waits for all work on device (then its buffers can be freed). */
+void hiar_cuda_device_sync(int device);
+
 /* Whether a CUDA MPS control daemon appears to be running for this user. */
 int hiar_cuda_mps_running(void);
 
-/* Pinned host memory (freed once the device is idle), and a stream-ordered copy that returns when done. */
+/* Pinned host memory, and a stream-ordered copy that returns when done. */
 hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
 void hiar_cuda_host_free(void *ptr);
 hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);

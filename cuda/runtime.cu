@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "error.h"
@@ -48,6 +49,22 @@ extern "C" hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32])
     return HIAR_SUCCESS;
 }
 
+extern "C" void hiar_cuda_device_uuid(int device, unsigned char uuid[16])
+{
+    cudaDeviceProp prop;
+
+    if (device >= 0 && cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+        memcpy(uuid, prop.uuid.bytes, 16);
+    cudaGetLastError();
+}
+
+extern "C" void hiar_cuda_device_sync(int device)
+{
+    if (cudaSetDevice(device) == cudaSuccess)
+        cudaDeviceSynchronize();
+    cudaGetLastError();
+}
+
 extern "C" int hiar_cuda_mps_running(void)
 {
     const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
@@ -71,9 +88,7 @@ extern "C" hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out)
 
 extern "C" void hiar_cuda_host_free(void *ptr)
 {
-    cudaDeviceSynchronize(); /* copies left on a stream may still read it */
     cudaFreeHost(ptr);
-    cudaGetLastError();
 }
 
 static hiar_result_t copy_failed(cudaError_t err, const char *what)

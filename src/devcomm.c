@@ -105,30 +105,23 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
 }
 
 /*
- * Ranks of the comm on this rank's GPU, itself included: the same bus id on
- * the same machine (the real host identity: HIAR_HOST_ID may make one
- * machine look like several, and identical machines share bus ids).
- * Collective over the comm; 0 without a GPU.
+ * Ranks of the comm on this rank's GPU, itself included, by CUDA's UUID of
+ * the GPU: bus ids repeat on identical machines, and host names differ
+ * between containers on one machine; 0 without a GPU.  This counts ranks of
+ * this comm only: other communicators' kernels on the GPU are not counted.
  */
 static int ranks_on_gpu(const hiar_comm_t *comm, const hiar_devcomm_t *dev)
 {
-    const char *bus = dev->facts[comm->rank].pci.bus_id;
-    char host[HIAR_HOST_ID_MAX];
-    uint32_t h = 2166136261u; /* FNV-1a of host and bus id: a collision only narrows kernels */
-    MPI_Comm same = MPI_COMM_NULL;
+    static const unsigned char unknown[16];
+    const unsigned char *mine = dev->facts[comm->rank].gpu_uuid;
     int n = 0;
 
-    hiar_topo_host_id(NULL, host);
-    for (const char *p = host; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    for (const char *p = bus; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    if (MPI_Comm_split(comm->mpi, bus[0] ? (int)(h & 0x7fffffff) : MPI_UNDEFINED, comm->rank, &same) ==
-            MPI_SUCCESS &&
-        same != MPI_COMM_NULL) {
-        MPI_Comm_size(same, &n);
-        MPI_Comm_free(&same);
-    }
+    if (!dev->bus_id[0])
+        return 0;
+    if (memcmp(mine, unknown, sizeof(unknown)) == 0)
+        return 1;
+    for (int r = 0; r < comm->size; r++)
+        n += memcmp(dev->facts[r].gpu_uuid, mine, sizeof(unknown)) == 0;
     return n;
 }
 
@@ -148,6 +141,7 @@ static void set_launch(const hiar_comm_t *comm, hiar_devcomm_t *dev, int on_gpu)
     PMPI_Allreduce(&on_gpu, &sharers, 1, MPI_INT, MPI_MAX, dev->group_comm);
     hiar_ipc_fit_caps(dev->ipc, sharers > 0 ? (unsigned)sharers : 1, &caps);
     caps.twoshot = caps.twoshot < max ? caps.twoshot : max;
+    _Static_assert(sizeof(caps) == 3 * sizeof(unsigned), "hiar_ipc_caps_t is reduced as 3 unsigned");
     PMPI_Allreduce(MPI_IN_PLACE, &caps, 3, MPI_UNSIGNED, MPI_MIN, dev->group_comm);
     pdl = hiar_ipc_set_launch(dev->ipc, &caps, (int)hiar_comm_param(comm, HIAR_P_PDL));
     used = strlen(dev->why);
@@ -180,6 +174,7 @@ static void own_facts(const hiar_comm_t *comm, hiar_devcomm_t *dev, hiar_topo_fa
     hiar_topo_fact_init(f, host);
     if (!dev->bus_id[0])
         return;
+    hiar_cuda_device_uuid(dev->device, f->gpu_uuid);
     if (hiar_topo_fact_set_gpu(f, comm->params.v[HIAR_P_SYSFS_ROOT].text, dev->bus_id) != HIAR_SUCCESS) {
         /* Without its PCI path the GPU still groups: its path to others is SYS. */
         HIAR_INFO(TOPO, "%s; grouping GPU %s without its PCI path", hiar_last_error(), dev->bus_id);
@@ -297,9 +292,12 @@ void hiar_devcomm_destroy(hiar_comm_t *comm, hiar_devcomm_t *dev, int collective
     if (!dev)
         return;
     ipc_teardown(dev, collective);
-    /* A failed comm's staging may be the target of a pending MPI request. */
-    if (dev->stage && comm->failed == HIAR_SUCCESS)
+    /* A failed comm's staging may be the target of a pending MPI request;
+     * copies left on the caller's stream may still read it. */
+    if (dev->stage && comm->failed == HIAR_SUCCESS) {
+        hiar_cuda_device_sync(dev->device);
         hiar_cuda_host_free(dev->stage);
+    }
     if (dev->group_comm != MPI_COMM_NULL)
         MPI_Comm_free(&dev->group_comm);
     hiar_shard_comms_free(dev->nshards, dev->shard_comm);

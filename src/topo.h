@@ -23,6 +23,7 @@
 typedef struct {
     char host_id[HIAR_HOST_ID_MAX]; /* hiar_topo_host_id() */
     hiar_pci_loc_t pci;             /* pci.bus_id is "" for a rank without GPU */
+    unsigned char gpu_uuid[16];     /* CUDA's UUID of the GPU (or MIG instance); zero if unknown */
     /* GPUs of one host with the same nvlink_group >= 0 are all NVLink-connected
      * (an NVSwitch fabric); -1 when NVML says nothing of the kind. */
     int32_t nvlink_group;
