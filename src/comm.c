@@ -275,19 +275,33 @@ void hiar_shard_comms_free(int nshards, MPI_Comm *comms)
     free(comms);
 }
 
+/* A parameter as a number to compare across ranks: free text by its FNV-1a hash. */
+static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
+{
+    unsigned long long h = 14695981039346656037ull;
+
+    if (hiar_param_table[id].type != HIAR_PTYPE_STR)
+        return hiar_comm_param(comm, id);
+    for (const char *c = comm->params.v[id].text; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (long long)(h >> 1);
+}
+
 /*
- * Values that decide the path of a call must be equal on every rank, or the
- * ranks would take different paths and wait for each other forever.
+ * Values that decide the grouping or the path of a call must be equal on
+ * every rank, or the ranks would group differently or take different paths
+ * and wait for each other forever.
  */
 static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
-    static const hiar_param_id_t agreed[] = {HIAR_P_ALGO, HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE,
-                                             HIAR_P_MAX_BLOCKS, HIAR_P_CHECK};
+    static const hiar_param_id_t agreed[] = {HIAR_P_GROUPS,      HIAR_P_GROUP_LEVEL, HIAR_P_ALGO,
+                                             HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE, HIAR_P_MAX_BLOCKS,
+                                             HIAR_P_CHECK};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[2 * N], all[2 * N];
 
     for (int i = 0; i < N; i++) {
-        mine[i] = hiar_comm_param(comm, agreed[i]);
+        mine[i] = agreed_value(comm, agreed[i]);
         mine[N + i] = -mine[i];
     }
     HIAR_MPI_CHECK(PMPI_Allreduce(mine, all, 2 * N, MPI_LONG_LONG, MPI_MAX, comm->mpi));

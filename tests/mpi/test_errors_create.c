@@ -95,6 +95,7 @@ void test_create_groups(void)
 void test_create_one_rank_differs(void)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
+    char settings[64];
 
     cfg.settings = world_rank == 1 ? "HIAR_ALGO=bogus" : NULL;
     harness_verdict("an invalid setting on rank 1 only fails on every rank",
@@ -103,6 +104,15 @@ void test_create_one_rank_differs(void)
     cfg.settings = world_rank == 1 ? "HIAR_ALGO=mpi" : NULL;
     harness_verdict("HIAR_ALGO differing across ranks fails on every rank",
                     create_fails("HIAR_ALGO=mpi on rank 1", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_ALGO"));
+    /* Each rank's grouping is valid on its own, but they differ. */
+    cfg.settings = world_rank == 1 ? "HIAR_GROUP_LEVEL=RANK" : NULL;
+    harness_verdict("HIAR_GROUP_LEVEL differing across ranks fails on every rank",
+                    create_fails("HIAR_GROUP_LEVEL=RANK on rank 1", &cfg, HIAR_INVALID_ARGUMENT,
+                                 "HIAR_GROUP_LEVEL"));
+    snprintf(settings, sizeof(settings), "HIAR_GROUPS=0-%d", world_size - 1);
+    cfg.settings = world_rank == 1 ? settings : NULL;
+    harness_verdict("HIAR_GROUPS differing across ranks fails on every rank",
+                    create_fails("HIAR_GROUPS on rank 1 only", &cfg, HIAR_INVALID_ARGUMENT, "HIAR_GROUPS"));
 }
 
 /* The MPI communicator is duplicated: the caller may free its own right away. */
