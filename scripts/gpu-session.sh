@@ -25,6 +25,9 @@ bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 
 run tests $mpi -np "$ngpu" ./tests/gpu/test_gpu
 run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+# MPI_Allreduce on device buffers through libhiar_mpi.so (LD_PRELOAD), one group and two.
+run tests env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/pmpi/pmpi-device.test
+run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_GROUPS="0|1" sh tests/pmpi/pmpi-device.test
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
 run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 50 -w 10 --graph
