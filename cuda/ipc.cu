@@ -219,13 +219,6 @@ extern "C" void hiar_ipc_abort(hiar_ipc_t *ipc)
     *abort_flag = 1;
 }
 
-extern "C" hiar_result_t hiar_ipc_quiesce(hiar_ipc_t *ipc)
-{
-    CUDA_TRY(cudaSetDevice(ipc->device));
-    CUDA_TRY(cudaDeviceSynchronize());
-    return HIAR_SUCCESS;
-}
-
 extern "C" void hiar_ipc_unmap_peers(hiar_ipc_t *ipc)
 {
     hiar_ipc_args_t *a = &ipc->args;

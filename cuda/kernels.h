@@ -187,8 +187,7 @@ hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);
 /* Makes running and future kernels give up at once (any thread). */
 void hiar_ipc_abort(hiar_ipc_t *ipc);
 
-/* Waits for this device's work; then peers can unmap and the owner free. */
-hiar_result_t hiar_ipc_quiesce(hiar_ipc_t *ipc);
+/* After hiar_cuda_device_sync on the group's device, peers can unmap and the owner free. */
 void hiar_ipc_unmap_peers(hiar_ipc_t *ipc);
 void hiar_ipc_destroy(hiar_ipc_t *ipc);
 

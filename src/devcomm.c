@@ -56,7 +56,7 @@ static void ipc_teardown(hiar_devcomm_t *dev, int collective)
         return;
     if (!collective)
         hiar_ipc_abort(dev->ipc);
-    hiar_ipc_quiesce(dev->ipc);
+    hiar_cuda_device_sync(dev->device); /* then peers can unmap and the owner free */
     if (collective) {
         MPI_Barrier(dev->group_comm);
         hiar_ipc_unmap_peers(dev->ipc);
