@@ -45,6 +45,23 @@ void nccl_setup(bench_t *b)
         NCCL_DIE(ncclGetUniqueId(&id));
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     NCCL_DIE(ncclCommInitRank(&b->nccl, b->nranks, id, b->rank));
+    if (b->opt.reg) {
+        NCCL_DIE(ncclCommRegister(b->nccl, b->send, b->opt.max_bytes, &b->nccl_reg[0]));
+        if (b->recv != b->send)
+            NCCL_DIE(ncclCommRegister(b->nccl, b->recv, b->opt.max_bytes, &b->nccl_reg[1]));
+    }
+}
+
+void nccl_teardown(bench_t *b, int dead)
+{
+    if (dead) {
+        ncclCommAbort(b->nccl);
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        if (b->nccl_reg[i])
+            ncclCommDeregister(b->nccl, b->nccl_reg[i]);
+    ncclCommDestroy(b->nccl);
 }
 
 run_t run_nccl(bench_t *b, size_t count)

@@ -9,8 +9,10 @@
 
 #include "bench.h"
 
-/* Collective over MPI_COMM_WORLD; failures end the job. */
+/* Collective over MPI_COMM_WORLD; failures end the job.  With --register, registers send and recv. */
 void nccl_setup(bench_t *b);
+/* Destroys the communicator, or aborts it after a failure. */
+void nccl_teardown(bench_t *b, int dead);
 run_t run_nccl(bench_t *b, size_t count);
 
 #endif

@@ -14,7 +14,7 @@
 #include "bench-opts.h"
 
 /* Long options without a short form: values past any character. */
-enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT };
+enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -64,6 +64,8 @@ void usage(FILE *out)
             "  --no-check   skip the result check\n"
             "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
             "  --inplace    sendbuf == recvbuf\n"
+            "  --register   device buffers from hiar_mem_alloc (registered with hiar, and\n"
+            "               with ncclCommRegister for NCCL): hiar's zero-copy two-shot\n"
             "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
             "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
             "  --split      several groups: also time hiar's parts, intra (hiar over one\n"
@@ -204,6 +206,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case OPT_GRAPH: o->graph = 1; return 0;
     case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
     case OPT_SPLIT: o->split = 1; return 0;
+    case OPT_REGISTER: o->reg = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
 }
@@ -235,6 +238,7 @@ int parse_options(int argc, char **argv, options_t *o, char *err)
         {"no-check", no_argument, NULL, OPT_NO_CHECK}, {"graph", no_argument, NULL, OPT_GRAPH},
         {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
         {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
+        {"register", no_argument, NULL, OPT_REGISTER},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -302,6 +306,8 @@ int resolve_mode(bench_t *b, char *err)
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
         return bad(err, "--split needs hiar in --impl");
+    if (o->reg && (!b->device || !(o->impls & IMPL_BIT(IMPL_HIAR))))
+        return bad(err, "--register needs device buffers (-m device) and hiar in --impl");
     if (o->split)
         o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD) | IMPL_BIT(IMPL_HIAR_FLAT);
     return 0;

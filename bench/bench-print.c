@@ -262,7 +262,8 @@ static void print_info(const bench_t *b)
                 v >= 20900 ? v / 100 % 100 : v / 100 % 10, v % 100);
     }
 #endif
-    fprintf(b->info, "# nranks %d, %s buffers, %s, %s %s, %s\n", b->nranks, b->device ? "device" : "host",
+    fprintf(b->info, "# nranks %d, %s buffers%s, %s, %s %s, %s\n", b->nranks, b->device ? "device" : "host",
+            o->reg ? " from hiar_mem_alloc (registered with hiar and NCCL)" : "",
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
     fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");

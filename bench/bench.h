@@ -50,6 +50,7 @@ typedef struct {
     int csv, check, graph, inplace;
     int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
     int split;      /* also time hiar's parts: intra, inter, flat */
+    int reg;        /* send/recv from hiar_mem_alloc, registered with NCCL too */
 } options_t;
 
 /* Ordered: ranks agree on the worst status so that they all take one branch. */
@@ -86,6 +87,7 @@ typedef struct {
 #endif
 #ifdef HIAR_HAVE_NCCL
     ncclComm_t nccl;
+    void *nccl_reg[2]; /* --register: ncclCommRegister's handles of send and recv */
 #endif
 } bench_t;
 

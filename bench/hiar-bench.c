@@ -304,6 +304,34 @@ static result_t measure(bench_t *b, int impl, size_t count)
 
 /* ---- main */
 
+/* A send or receive buffer of the largest size: with --register, hiar's. */
+static void *buffer(bench_t *b)
+{
+    void *p = NULL;
+    hiar_result_t rc;
+
+    if (!b->opt.reg)
+        return alloc(b, b->opt.max_bytes, 0);
+    if ((rc = hiar_mem_alloc(b->comm, b->opt.max_bytes, &p)) != HIAR_SUCCESS)
+        die("hiar_mem_alloc: %s: %s", hiar_strerror(rc), hiar_last_error());
+    return p;
+}
+
+/* Buffers from buffer(); hiar_mem_free before the comm goes (a failed comm frees them itself). */
+static void release_buffers(bench_t *b)
+{
+    void *bufs[2] = {b->recv != b->send ? b->recv : NULL, b->send};
+
+    for (int i = 0; i < 2; i++) {
+        if (!bufs[i])
+            continue;
+        if (!b->opt.reg)
+            release(b, bufs[i], 0);
+        else if (!b->dead[IMPL_HIAR])
+            hiar_mem_free(b->comm, bufs[i]);
+    }
+}
+
 static void setup(bench_t *b)
 {
     const options_t *o = &b->opt;
@@ -316,11 +344,11 @@ static void setup(bench_t *b)
         device_setup(b);
 #endif
     b->host = alloc(b, o->max_bytes, 1);
-    b->send = alloc(b, o->max_bytes, 0);
-    b->recv = o->inplace ? b->send : alloc(b, o->max_bytes, 0);
     mpi_setup(b);
     if (has(b, IMPL_HIAR) && (rc = hiar_comm_create(MPI_COMM_WORLD, NULL, &b->comm)) != HIAR_SUCCESS)
         die("hiar_comm_create: %s: %s", hiar_strerror(rc), hiar_last_error());
+    b->send = buffer(b);
+    b->recv = o->inplace ? b->send : buffer(b);
 #ifdef HIAR_HAVE_NCCL
     if (has(b, IMPL_NCCL))
         nccl_setup(b);
@@ -344,12 +372,11 @@ static void teardown(bench_t *b)
 {
     /* A failed communicator cannot be destroyed collectively: its peers may be gone. */
 #ifdef HIAR_HAVE_NCCL
-    if (b->nccl && b->dead[IMPL_NCCL])
-        ncclCommAbort(b->nccl);
-    else if (b->nccl)
-        ncclCommDestroy(b->nccl);
+    if (b->nccl)
+        nccl_teardown(b, b->dead[IMPL_NCCL]);
 #endif
     bench_split_teardown(&b->split, b->dead[IMPL_HIAR_INTRA], b->dead[IMPL_HIAR_FLAT]);
+    release_buffers(b);
     if (b->comm && b->dead[IMPL_HIAR])
         hiar_comm_abort(b->comm);
     else if (b->comm)
@@ -358,9 +385,6 @@ static void teardown(bench_t *b)
         MPI_Op_free(&b->mpi_op);
     if (b->mpi_comm != MPI_COMM_NULL)
         MPI_Comm_free(&b->mpi_comm);
-    if (b->recv != b->send)
-        release(b, b->recv, 0);
-    release(b, b->send, 0);
     release(b, b->host, 1);
 #ifdef HIAR_HAVE_CUDA
     if (b->device)

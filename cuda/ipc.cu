@@ -179,7 +179,7 @@ extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, i
 
 extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in,
                                             void *out, size_t count, hiar_dtype_t dtype, hiar_op_t op,
-                                            int divisor, void *stream)
+                                            int divisor, const hiar_ipc_direct_t *direct, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     cudaError_t err = kernel == HIAR_IPC_TWOSHOT
@@ -187,7 +187,7 @@ extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t k
                                                     HIAR_IPC_STEP_RS | HIAR_IPC_STEP_AG,
                                                     hiar_ipc_chunk_bytes(ipc->args.slot_bytes, ipc->args.n,
                                                                          ipc->args.n),
-                                                    s)
+                                                    direct, s)
                           : hiar_ipc_launch_oneshot(&ipc->args, kernel == HIAR_IPC_LL, in, out, count, dtype,
                                                     op, divisor, s);
     return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "allreduce kernel launch");
@@ -198,7 +198,7 @@ extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, int step, const voi
                                             void *stream)
 {
     cudaError_t err = hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, 0, nshards, step, chunk,
-                                              (cudaStream_t)stream);
+                                              NULL, (cudaStream_t)stream);
     return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "hierarchical step kernel launch");
 }
 

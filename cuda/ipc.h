@@ -71,6 +71,11 @@ __host__ __device__ static inline size_t hiar_ipc_flag_offset(int which, int blo
 }
 #define HIAR_IPC_FLAG_RS 0
 #define HIAR_IPC_FLAG_AG 1
+/* Beside a block's RS flag, in the same line: the tag of its output (hiar_ipc_direct_t). */
+__host__ __device__ static inline size_t hiar_ipc_tag_offset(int block, int sender)
+{
+    return hiar_ipc_flag_offset(HIAR_IPC_FLAG_RS, block, sender) + sizeof(uint64_t);
+}
 __host__ __device__ static inline size_t hiar_ipc_probe_offset(int sender)
 {
     return hiar_ipc_flag_offset(2, 0, 0) + (size_t)sender * HIAR_IPC_FLAG_STRIDE;
@@ -113,6 +118,6 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void
                                     hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
                                     hiar_dtype_t dtype, hiar_op_t op, int divisor, int nshards, int steps,
-                                    size_t chunk, cudaStream_t stream);
+                                    size_t chunk, const hiar_ipc_direct_t *direct, cudaStream_t stream);
 
 #endif

@@ -156,9 +156,44 @@ typedef enum {
     HIAR_IPC_TWOSHOT /* reduce-scatter + all-gather, pushed */
 } hiar_ipc_kernel_t;
 
-/* Allreduce of device buffers, asynchronous on stream (capturable in a CUDA graph). */
+/*
+ * A call's output in registered memory (hiar_mem_register): every rank's
+ * recvbuf as mapped here, and a tag that names where it lies, (window index
+ * + 1) << 40 | offset in the window.  The two-shot kernel then writes the
+ * gathered shards straight into the peers' outputs, with no copy out of the
+ * slots, when every rank of the group offers the same tag (the kernel
+ * checks); otherwise it takes the slots.  tag 0: nothing registered.
+ */
+typedef struct {
+    char *out[HIAR_IPC_MAX_GROUP];
+    uint64_t tag;
+} hiar_ipc_direct_t;
+
+/*
+ * Allreduce of device buffers, asynchronous on stream (capturable in a CUDA
+ * graph); direct may be NULL.
+ */
 hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in, void *out,
-                                 size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor, void *stream);
+                                 size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor,
+                                 const hiar_ipc_direct_t *direct, void *stream);
+
+/* ---- registered memory (cuda/window.cu) ---- */
+
+/* Device memory for hiar_mem_alloc on device (the current device stays). */
+hiar_result_t hiar_cuda_mem_alloc(int device, size_t bytes, void **ptr);
+void hiar_cuda_mem_free(void *ptr);
+
+/*
+ * The IPC handle of the allocation that holds [ptr, ptr + bytes), and ptr's
+ * offset in it: HIAR_UNSUPPORTED where the allocation cannot be exported
+ * (stream-ordered pools, VMM, managed or host memory).
+ */
+hiar_result_t hiar_cuda_export(const void *ptr, size_t bytes, unsigned char handle[HIAR_IPC_HANDLE_BYTES],
+                               size_t *offset);
+
+/* Maps a peer's allocation (its base); hiar_cuda_unmap undoes it. */
+hiar_result_t hiar_cuda_map(const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base);
+void hiar_cuda_unmap(char *base);
 
 /*
  * Chunk of the hierarchical steps: the same in every group whatever its size

@@ -21,6 +21,12 @@
  * Block b only ever waits for block b of its peers, so blocks pipeline
  * independently; posted writes (push) suit PCIe.  Inputs are read from the
  * caller's buffer: no copy-in, no registration.
+ *
+ * Zero copy: where every rank's output lies at the same place of memory
+ * registered with the comm (hiar_ipc_direct_t), the owner pushes its reduced
+ * shards straight into the peers' outputs and AG only waits: no copy out of
+ * the slots (measured on 2 H200, bf16: 337 against 308 GB/s at 64 MB, 358
+ * against 349 at 1 GB).  The ranks learn it in the first chunk's RS exchange.
  * Requires: the same grid on every rank (it depends on the size only).
  */
 #include "device.cuh"
@@ -86,17 +92,51 @@ __device__ __forceinline__ void push_to_owners(const hiar_ipc_args_t &a, const t
     }
 }
 
-__device__ __forceinline__ void push_to_all(const hiar_ipc_args_t &a, const ts_chunk &c, int s, size_t shard_off,
-                                            const uint4 &r)
+/* Unit off of the chunk, in shard s from s_lo, to every peer: its slot, or with d its output. */
+__device__ __forceinline__ void push_to_all(const hiar_ipc_args_t &a, const ts_chunk &c, const hiar_ipc_direct_t *d,
+                                            int s, size_t off, size_t s_lo, size_t total, int esize, const uint4 &r)
 {
-    for (int k = 1; k < a.n; k++)
-        *ag_at(c, (a.me + k) % a.n, a.n, s, shard_off) = r;
+    for (int k = 1; k < a.n; k++) {
+        int p = (a.me + k) % a.n;
+        if (d)
+            store_unit<HIAR_UNIT>(d->out[p], c.c0 + off, total, esize, r);
+        else
+            *ag_at(c, p, a.n, s, off - s_lo) = r;
+    }
 }
 
-/* Reduces the owned shards; gather: also push the results to every peer. */
+/*
+ * Zero copy is agreed per block: in the first chunk, before its RS signal
+ * (whose release carries it), a block puts its output's tag beside the flag
+ * in every peer; after the RS wait it compares the peers' tags with its own.
+ * Every rank sees the same tags, so all decide alike.
+ */
+__device__ __forceinline__ void offer_tag(const hiar_ipc_args_t &a, uint64_t tag)
+{
+    if (threadIdx.x == 0)
+        for (int k = 1; k < a.n; k++)
+            *reinterpret_cast<volatile uint64_t *>(a.base[(a.me + k) % a.n] +
+                                                   hiar_ipc_tag_offset(blockIdx.x, a.me)) = tag;
+}
+
+__device__ __forceinline__ bool tags_agree(const hiar_ipc_args_t &a, uint64_t tag)
+{
+    __shared__ int same;
+    if (threadIdx.x == 0) {
+        bool all = tag != 0;
+        for (int p = 0; p < a.n && all; p++)
+            all = p == a.me || *reinterpret_cast<volatile const uint64_t *>(
+                                   a.base[a.me] + hiar_ipc_tag_offset(blockIdx.x, p)) == tag;
+        same = all;
+    }
+    __syncthreads();
+    return same;
+}
+
+/* Reduces the owned shards; gather: also push the results to every peer (with d, to its output). */
 template <typename T>
-__device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const char *in, char *out,
-                             size_t total, int esize, int op, int divisor, bool gather)
+__device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const hiar_ipc_direct_t *d,
+                             const char *in, char *out, size_t total, int esize, int op, int divisor, bool gather)
 {
     for (int s = a.me; s < c.nshards; s += a.n) {
         size_t lo, hi, s_lo;
@@ -110,7 +150,7 @@ __device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const 
             [&](size_t off, const uint4 &r) {
                 store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
                 if (gather)
-                    push_to_all(a, c, s, off - s_lo, r);
+                    push_to_all(a, c, d, s, off, s_lo, total, esize, r);
             });
     }
 }
@@ -124,7 +164,7 @@ __device__ __forceinline__ void push_owned(const hiar_ipc_args_t &a, const ts_ch
         block_part(c, s, &lo, &hi, &s_lo);
         move_units<TS_UNROLL>(
             lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize); },
-            [&](size_t off, const uint4 &u) { push_to_all(a, c, s, off - s_lo, u); });
+            [&](size_t off, const uint4 &u) { push_to_all(a, c, nullptr, s, off, s_lo, total, esize, u); });
     }
 }
 
@@ -151,12 +191,14 @@ __device__ __forceinline__ size_t one_chunk_span(size_t bytes, int nshards)
 
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS, 2)
-    twoshot(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
-            size_t chunk_bytes, int nshards, int steps)
+    twoshot(hiar_ipc_args_t a, const __grid_constant__ hiar_ipc_direct_t d, const char *in, char *out,
+            size_t total, int esize, int op, int divisor, size_t chunk_bytes, int nshards, int steps)
 {
     const uint32_t e = begin_call(a);
+    const bool whole = steps == (HIAR_IPC_STEP_RS | HIAR_IPC_STEP_AG);
     hiar_waiter w = waiter_begin(a);
     uint32_t step = 0;
+    bool direct = false;
 
     for (size_t c0 = 0; c0 < total; c0 += chunk_bytes, step++) {
         ts_chunk c;
@@ -172,41 +214,48 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         c.value = ((uint64_t)e << 24) | (step + 1);
 
         if (steps & HIAR_IPC_STEP_RS) {
+            if (whole && step == 0)
+                offer_tag(a, d.tag);
             push_to_owners(a, c, in, total, esize);
             if (!exchange_signal(a, HIAR_IPC_FLAG_RS, c.value, w))
                 break;
-            reduce_owned<T>(a, c, in, out, total, esize, op, divisor, steps & HIAR_IPC_STEP_AG);
+            if (whole && step == 0)
+                direct = tags_agree(a, d.tag);
+            reduce_owned<T>(a, c, direct ? &d : nullptr, in, out, total, esize, op, divisor, whole);
         } else {
             push_owned(a, c, out, total, esize);
         }
         if (steps & HIAR_IPC_STEP_AG) {
             if (!exchange_signal(a, HIAR_IPC_FLAG_AG, c.value, w))
                 break;
-            copy_others(a, c, out, total, esize);
+            if (!direct)
+                copy_others(a, c, out, total, esize);
         }
     }
     finish_call(a, e);
 }
 
 template <typename T>
-static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
-                          hiar_op_t op, int divisor, int nshards, int steps, size_t chunk, cudaStream_t stream)
+static cudaError_t launch(const hiar_ipc_args_t *a, const hiar_ipc_direct_t *d, const void *in, void *out,
+                          size_t bytes, int esize, hiar_op_t op, int divisor, int nshards, int steps, size_t chunk,
+                          cudaStream_t stream)
 {
     unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)nshards);
 
     return hiar_ipc_launch(a, twoshot<T>, blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, stream,
-                           *a, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards,
+                           *a, *d, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards,
                            steps);
 }
 
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
                                     hiar_dtype_t dtype, hiar_op_t op, int divisor, int nshards, int steps,
-                                    size_t chunk, cudaStream_t stream)
+                                    size_t chunk, const hiar_ipc_direct_t *direct, cudaStream_t stream)
 {
+    static const hiar_ipc_direct_t none = {};
     size_t esize = hiar_dtype_size(dtype);
     return hiar_dispatch_dtype(dtype, [&](auto tag) {
-        return launch<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, nshards, steps, chunk,
-                                     stream);
+        return launch<decltype(tag)>(a, direct ? direct : &none, in, out, count * esize, (int)esize, op, divisor,
+                                     nshards, steps, chunk, stream);
     });
 }
 

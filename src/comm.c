@@ -343,15 +343,14 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
  * MPI_Allreduce would come back into hiar and give each of hiar's internal
  * communicators a hiar communicator of its own.
  */
-static hiar_result_t agree(hiar_comm_t *comm, hiar_result_t rc)
+hiar_result_t hiar_comm_agree(hiar_comm_t *comm, hiar_result_t rc, const char *call)
 {
     int mine = rc, worst = rc;
 
     if (PMPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm->mpi) != MPI_SUCCESS)
-        return rc != HIAR_SUCCESS ? rc : hiar_error_set(HIAR_MPI_ERROR, "agreeing on comm creation failed");
+        return rc != HIAR_SUCCESS ? rc : hiar_error_set(HIAR_MPI_ERROR, "%s: agreeing on the outcome failed", call);
     if (rc == HIAR_SUCCESS && worst != HIAR_SUCCESS)
-        return hiar_error_set((hiar_result_t)worst,
-                              "another rank failed to create the communicator (%s; its log says why)",
+        return hiar_error_set((hiar_result_t)worst, "%s failed on another rank (%s; its log says why)", call,
                               hiar_strerror((hiar_result_t)worst));
     return rc;
 }
@@ -401,9 +400,9 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
     MPI_Comm_size(comm->mpi, &comm->size);
     /* Agree after loading the settings: a rank with a bad one must not skip
      * the collective calls of the setup that its peers enter. */
-    rc = agree(comm, hiar_params_load(&comm->params, cfg ? cfg->settings : NULL));
+    rc = hiar_comm_agree(comm, hiar_params_load(&comm->params, cfg ? cfg->settings : NULL), "hiar_comm_create");
     if (rc == HIAR_SUCCESS)
-        rc = agree(comm, comm_setup(comm));
+        rc = hiar_comm_agree(comm, comm_setup(comm), "hiar_comm_create");
     if (rc == HIAR_SUCCESS)
         rc = registry_add(comm);
     if (rc != HIAR_SUCCESS) {

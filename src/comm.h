@@ -58,6 +58,13 @@ void hiar_shard_comms_free(int nshards, MPI_Comm *comms);
 /* Largest host message over groups that goes hier-oneshot (src/allreduce.c). */
 size_t hiar_comm_hier_oneshot_max(const hiar_comm_t *comm);
 
+/*
+ * Collective: every rank learns whether any rank failed, so all return an
+ * error together (the worst code; "call failed on another rank" where this
+ * rank succeeded).  PMPI_Allreduce: see comm.c.
+ */
+hiar_result_t hiar_comm_agree(hiar_comm_t *comm, hiar_result_t rc, const char *call);
+
 /* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
 void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
 

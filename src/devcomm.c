@@ -10,6 +10,7 @@
 #include "log.h"
 #include "reduce.h"
 #include "nvml.h"
+#include "window.h"
 
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
@@ -39,7 +40,14 @@ struct hiar_devcomm {
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     char why[320];  /* the transport for device buffers, why, and how its kernels launch */
     char *stage; /* 2 x STAGE_BYTES, pinned */
+    hiar_windows_t windows; /* registered memory (hiar_mem_register) */
 };
+
+static hiar_window_group_t window_group(const hiar_devcomm_t *dev)
+{
+    hiar_window_group_t g = {dev->group_comm, dev->local, dev->local_size, dev->ipc != NULL, dev->device};
+    return g;
+}
 
 /* 1 if cond holds on every rank of the group. */
 static int group_all(const hiar_devcomm_t *dev, int cond)
@@ -289,9 +297,13 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
 
 void hiar_devcomm_destroy(hiar_comm_t *comm, hiar_devcomm_t *dev, int collective)
 {
+    hiar_window_group_t g;
+
     if (!dev)
         return;
-    ipc_teardown(dev, collective);
+    g = window_group(dev);
+    ipc_teardown(dev, collective); /* stops kernels first on abort */
+    hiar_windows_clear(&dev->windows, &g, collective);
     /* A failed comm's staging may be the target of a pending MPI request;
      * copies left on the caller's stream may still read it. */
     if (dev->stage && comm->failed == HIAR_SUCCESS) {
@@ -330,8 +342,34 @@ hiar_result_t hiar_devcomm_ipc_allreduce(hiar_devcomm_t *dev, int kernel, const 
                                          void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                          int divisor, hiar_stream_t stream)
 {
+    hiar_ipc_direct_t direct;
+    int zero_copy = kernel == HIAR_IPC_TWOSHOT &&
+                    hiar_windows_direct(&dev->windows, recvbuf, count * hiar_dtype_size(dtype), &direct);
+
     return hiar_ipc_allreduce(dev->ipc, (hiar_ipc_kernel_t)kernel, sendbuf, recvbuf, count, dtype, op,
-                              divisor, stream);
+                              divisor, zero_copy ? &direct : NULL, stream);
+}
+
+hiar_result_t hiar_devcomm_mem_alloc(const hiar_devcomm_t *dev, size_t bytes, void **ptr)
+{
+    return hiar_cuda_mem_alloc(dev->device, bytes, ptr);
+}
+
+hiar_result_t hiar_devcomm_register(hiar_devcomm_t *dev, void *ptr, size_t bytes, int owned)
+{
+    hiar_window_group_t g = window_group(dev);
+    return hiar_windows_add(&dev->windows, &g, ptr, bytes, owned);
+}
+
+int hiar_devcomm_registered(const hiar_devcomm_t *dev, const void *ptr, int *owned)
+{
+    return hiar_windows_find(&dev->windows, ptr, owned);
+}
+
+void hiar_devcomm_deregister(hiar_devcomm_t *dev, int window)
+{
+    hiar_window_group_t g = window_group(dev);
+    hiar_windows_remove(&dev->windows, &g, window, 1);
 }
 
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes)

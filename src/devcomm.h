@@ -57,6 +57,17 @@ hiar_result_t hiar_devcomm_hier_allreduce(struct hiar_comm *comm, hiar_devcomm_t
                                           void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
                                           hiar_stream_t stream);
 
+/*
+ * Registered memory (src/mem.c; hiar_windows_* in src/window.h): device
+ * memory on this rank's GPU; registering is collective over the group, as is
+ * deregistering window (an index from hiar_devcomm_registered, -1 if ptr is
+ * not registered), which also frees owned memory.
+ */
+hiar_result_t hiar_devcomm_mem_alloc(const hiar_devcomm_t *dev, size_t bytes, void **ptr);
+hiar_result_t hiar_devcomm_register(hiar_devcomm_t *dev, void *ptr, size_t bytes, int owned);
+int hiar_devcomm_registered(const hiar_devcomm_t *dev, const void *ptr, int *owned);
+void hiar_devcomm_deregister(hiar_devcomm_t *dev, int window);
+
 /* Pinned host buffer for staging device buffers through the host path. */
 void *hiar_devcomm_stage_buffer(hiar_devcomm_t *dev, size_t *bytes);
 

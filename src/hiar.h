@@ -202,6 +202,35 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
                                       hiar_dtype_t dtype, hiar_op_t op, hiar_comm_t *comm,
                                       hiar_stream_t stream);
 
+/*
+ * Registered memory: zero-copy outputs for device buffers.  A two-shot call
+ * (large messages, inside one group with CUDA IPC) whose recvbuf lies at the
+ * same offset of registered memory on every rank of the group, with count
+ * elements inside it, writes the result straight into every rank's recvbuf
+ * instead of copying it out of hiar's own buffers: less memory traffic, a
+ * higher bandwidth (doc/guide.md has the numbers).  Any other call works
+ * as before; sendbuf need not be registered.
+ *
+ * All four are collective over comm: every rank calls them, in the same
+ * order as its other calls on comm, with its own pointer and size; they
+ * succeed or fail on every rank together (an error on one rank is reported
+ * on all).  HIAR_UNSUPPORTED where a rank has no GPU, or CUDA cannot share
+ * the memory with other processes (stream-ordered pools, VMM and managed
+ * memory; cudaMalloc'd memory can be shared).
+ *
+ * hiar_mem_alloc: bytes of device memory on the comm's GPU, registered.
+ * hiar_mem_free: releases it, after the GPU work that uses it is done.
+ * hiar_mem_register: registers [ptr, ptr + bytes) of the caller's device
+ *   memory; the smallest bytes over the group is what counts.
+ * hiar_mem_deregister: undoes hiar_mem_register (ptr as registered).
+ * hiar_comm_destroy releases what is still registered, and frees what
+ * hiar_mem_alloc gave.
+ */
+HIAR_API hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr);
+HIAR_API hiar_result_t hiar_mem_free(hiar_comm_t *comm, void *ptr);
+HIAR_API hiar_result_t hiar_mem_register(hiar_comm_t *comm, void *ptr, size_t bytes);
+HIAR_API hiar_result_t hiar_mem_deregister(hiar_comm_t *comm, void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

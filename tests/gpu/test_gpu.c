@@ -6,7 +6,9 @@
  * be compared with a reference computed here in double from the same formula
  * (never from hiar's output).  Memory-ordering bugs only show under load, so
  * besides the case matrix there are thousands of back-to-back calls with
- * changing inputs, and replays of a captured CUDA graph.
+ * changing inputs, and replays of a captured CUDA graph.  The same cases
+ * run again on registered memory (hiar_mem_alloc), where the two-shot kernel
+ * writes into the peers' outputs directly.
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -20,6 +22,32 @@
 #include "cuda_ok.h"
 
 static int rank, nranks, passed, failed;
+/* Device buffers of the cases come from hiar_mem_alloc (collective) instead of cudaMalloc. */
+static int registered;
+
+static void dev_alloc(hiar_comm_t *comm, void *p, size_t bytes)
+{
+    hiar_result_t rc;
+
+    if (!registered) {
+        CUDA_OK(cudaMalloc((void **)p, bytes));
+        return;
+    }
+    if ((rc = hiar_mem_alloc(comm, bytes, (void **)p)) != HIAR_SUCCESS) {
+        fprintf(stderr, "rank %d: hiar_mem_alloc: %s: %s\n", rank, hiar_strerror(rc), hiar_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+static void dev_free(hiar_comm_t *comm, void *p)
+{
+    if (registered && hiar_mem_free(comm, p) != HIAR_SUCCESS) {
+        fprintf(stderr, "rank %d: hiar_mem_free: %s\n", rank, hiar_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (!registered)
+        cudaFree(p);
+}
 
 /* ---- dtype codecs (independent of the library) ---- */
 
@@ -158,7 +186,7 @@ static int verify(hiar_dtype_t t, hiar_op_t op, const void *got, size_t count, i
     return bad == 0 && lo[0] == hi[0];
 }
 
-/* One call on device buffers (offset elements into them), checked. */
+/* One call on device buffers (offset elements into them; -1: rank % 2, unlike on the peers), checked. */
 static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t count, int inplace, int offset)
 {
     size_t es = hiar_dtype_size(t), guard = 64, bytes = (count + 2 * guard) * es;
@@ -167,8 +195,10 @@ static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t cou
     int ok = 1;
     hiar_result_t rc;
 
-    CUDA_OK(cudaMalloc((void **)&dsend, bytes));
-    CUDA_OK(cudaMalloc((void **)&drecv, bytes));
+    if (offset < 0)
+        offset = rank % 2;
+    dev_alloc(comm, &dsend, bytes);
+    dev_alloc(comm, &drecv, bytes);
     memset(host, 0xa5, bytes);
     fill(t, op, host + (guard + offset) * es, count, 0);
     CUDA_OK(cudaMemcpy(dsend, host, bytes, cudaMemcpyHostToDevice));
@@ -188,11 +218,11 @@ static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t cou
         ok &= back[b] == 0xa5;
     for (size_t b = (guard + offset + count) * es; b < bytes && !inplace; b++)
         ok &= back[b] == 0xa5;
-    snprintf(what, sizeof(what), "%s %s count %zu %s offset %d", hiar_dtype_name(t), hiar_op_name(op),
-             count, inplace ? "in-place" : "out-of-place", offset);
+    snprintf(what, sizeof(what), "%s%s %s count %zu %s offset %d", registered ? "registered " : "",
+             hiar_dtype_name(t), hiar_op_name(op), count, inplace ? "in-place" : "out-of-place", offset);
     record(ok, what);
-    cudaFree(dsend);
-    cudaFree(drecv);
+    dev_free(comm, dsend);
+    dev_free(comm, drecv);
     free(host);
     free(back);
 }
@@ -227,7 +257,7 @@ static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
         CUDA_OK(cudaMemcpy(in[k], host, bytes, cudaMemcpyHostToDevice));
     }
     for (int k = 0; k < NOUT; k++)
-        CUDA_OK(cudaMalloc(&out[k], bytes));
+        dev_alloc(comm, &out[k], bytes);
     CUDA_OK(cudaMalloc(&scratch, 1 << 20));
     for (int c = 0; c < calls && ok; c += NOUT) {
         for (int k = 0; k < NOUT; k++) {
@@ -241,12 +271,13 @@ static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
             ok &= verify(t, HIAR_SUM, host, count, (c + k) % NIN);
         }
     }
-    snprintf(what, sizeof(what), "stress %d calls %s count %zu", calls, hiar_dtype_name(t), count);
+    snprintf(what, sizeof(what), "%sstress %d calls %s count %zu", registered ? "registered " : "", calls,
+             hiar_dtype_name(t), count);
     record(ok, what);
     for (int k = 0; k < NIN; k++)
         cudaFree(in[k]);
     for (int k = 0; k < NOUT; k++)
-        cudaFree(out[k]);
+        dev_free(comm, out[k]);
     cudaFree(scratch);
     free(host);
 }
@@ -266,7 +297,7 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUDA_OK(cudaMalloc(&in, bytes));
     for (int k = 0; k < CALLS; k++)
-        CUDA_OK(cudaMalloc(&out[k], bytes));
+        dev_alloc(comm, &out[k], bytes);
     CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     for (int k = 0; k < CALLS; k++)
         ok &= hiar_allreduce(in, out[k], count, t, HIAR_SUM, comm, s) == HIAR_SUCCESS;
@@ -282,15 +313,74 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
             ok &= verify(t, HIAR_SUM, host, count, r);
         }
     }
-    snprintf(what, sizeof(what), "graph %d x %d calls %s count %zu", REPLAYS, CALLS, hiar_dtype_name(t), count);
+    snprintf(what, sizeof(what), "%sgraph %d x %d calls %s count %zu", registered ? "registered " : "", REPLAYS,
+             CALLS, hiar_dtype_name(t), count);
     record(ok, what);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(g);
     cudaFree(in);
     for (int k = 0; k < CALLS; k++)
-        cudaFree(out[k]);
+        dev_free(comm, out[k]);
     cudaStreamDestroy(s);
     free(host);
+}
+
+/* hiar_allreduce of count floats into out (device memory), checked. */
+static int reduce_into(hiar_comm_t *comm, float *out, size_t count)
+{
+    size_t bytes = count * sizeof(float);
+    void *in, *host = malloc(bytes);
+    int ok;
+
+    CUDA_OK(cudaMalloc(&in, bytes));
+    fill(HIAR_FLOAT32, HIAR_SUM, host, count, 3);
+    CUDA_OK(cudaMemcpy(in, host, bytes, cudaMemcpyHostToDevice));
+    ok = hiar_allreduce(in, out, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+    CUDA_OK(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+    ok &= verify(HIAR_FLOAT32, HIAR_SUM, host, count, 3);
+    cudaFree(in);
+    free(host);
+    return ok;
+}
+
+static int expect(const char *what, hiar_result_t rc, hiar_result_t want)
+{
+    if (rc == want)
+        return 1;
+    fprintf(stderr, "rank %d: %s: got %s (%s), want %s\n", rank, what, hiar_strerror(rc), hiar_last_error(),
+            hiar_strerror(want));
+    return 0;
+}
+
+/* hiar_mem_register inside a cudaMalloc'd allocation, and the errors of the hiar_mem_* calls. */
+static void mem_api(hiar_comm_t *comm)
+{
+    size_t count = 300007, bytes = count * sizeof(float);
+    char *big, host[64];
+    void *p = &p, *pool;
+    int ok = 1;
+
+    CUDA_OK(cudaMalloc((void **)&big, bytes + 4096));
+    ok &= expect("register inside an allocation", hiar_mem_register(comm, big + 4096, bytes), HIAR_SUCCESS);
+    ok &= reduce_into(comm, (float *)(big + 4096), count);
+    ok &= expect("register twice", hiar_mem_register(comm, big + 4096, bytes), HIAR_INVALID_ARGUMENT);
+    ok &= expect("free what was registered", hiar_mem_free(comm, big + 4096), HIAR_INVALID_ARGUMENT);
+    ok &= expect("deregister what is not", hiar_mem_deregister(comm, big), HIAR_INVALID_ARGUMENT);
+    ok &= expect("NULL on rank 0 fails on every rank", hiar_mem_register(comm, rank ? big : NULL, 64),
+                 HIAR_INVALID_ARGUMENT);
+    ok &= expect("host memory", hiar_mem_register(comm, host, sizeof(host)), HIAR_INVALID_ARGUMENT);
+    ok &= expect("alloc of 0 bytes", hiar_mem_alloc(comm, 0, &p), HIAR_INVALID_ARGUMENT) && p == NULL;
+    CUDA_OK(cudaMallocAsync(&pool, 1 << 20, NULL));
+    CUDA_OK(cudaStreamSynchronize(NULL));
+    ok &= expect("stream-ordered pool memory", hiar_mem_register(comm, pool, 1 << 20), HIAR_UNSUPPORTED);
+    CUDA_OK(cudaFreeAsync(pool, NULL));
+    ok &= expect("deregister", hiar_mem_deregister(comm, big + 4096), HIAR_SUCCESS);
+    ok &= reduce_into(comm, (float *)(big + 4096), count);
+    /* Left for hiar_comm_destroy to release. */
+    ok &= expect("alloc", hiar_mem_alloc(comm, bytes, &p), HIAR_SUCCESS);
+    ok &= reduce_into(comm, p, count);
+    record(ok, "hiar_mem_register inside an allocation, hiar_mem_* errors agreed on every rank");
+    cudaFree(big);
 }
 
 /* Rank 1 skips a call: the others' kernels give up after HIAR_TIMEOUT_MS. */
@@ -388,6 +478,19 @@ int main(int argc, char **argv)
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
     if (!getenv("HIAR_GROUPS"))
         graph(comm, HIAR_FLOAT32, 70001);
+    hiar_comm_destroy(comm);
+    /* The same on registered memory: zero copy where offsets match, else the slots. */
+    comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
+    registered = 1;
+    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, -1);
+    one_case(comm, HIAR_BFLOAT16, HIAR_MAX, 4097, 0, 0);
+    stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
+    if (!getenv("HIAR_GROUPS"))
+        graph(comm, HIAR_FLOAT32, 70001);
+    registered = 0;
+    mem_api(comm);
     hiar_comm_destroy(comm);
     timeout();
     if (rank == 0)

@@ -84,6 +84,7 @@ int main(int argc, char **argv)
         test_bad_buffers(comm);
         test_bad_types(comm);
         test_count_zero(comm);
+        test_mem_without_gpu(comm);
         test_async_error(comm);
         test_still_usable(comm);
         harness_verdict("hiar_comm_destroy", hiar_comm_destroy(comm) == HIAR_SUCCESS);

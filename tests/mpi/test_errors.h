@@ -16,6 +16,7 @@ void test_api_basics(void);
 void test_bad_buffers(hiar_comm_t *comm);
 void test_bad_types(hiar_comm_t *comm);
 void test_count_zero(hiar_comm_t *comm);
+void test_mem_without_gpu(hiar_comm_t *comm);
 void test_async_error(hiar_comm_t *comm);
 void test_still_usable(hiar_comm_t *comm);
 void test_null_comm(void);

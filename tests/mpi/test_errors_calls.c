@@ -144,6 +144,34 @@ void test_count_zero(hiar_comm_t *comm)
     harness_verdict("count 0 is a no-op that succeeds", ok);
 }
 
+/*
+ * hiar_mem_* where no rank has a GPU (this is the CPU test suite): every
+ * rank gets HIAR_UNSUPPORTED, or HIAR_INVALID_ARGUMENT for bad arguments,
+ * together, and nothing hangs; the GPU tests cover the rest.
+ */
+void test_mem_without_gpu(hiar_comm_t *comm)
+{
+    float buf[4];
+    void *p = buf;
+    int ok;
+
+    ok = harness_expect("hiar_mem_alloc", hiar_mem_alloc(comm, 1024, &p), HIAR_UNSUPPORTED, "GPU") && !p;
+    ok &= harness_expect("hiar_mem_alloc(comm, 1024, NULL)", hiar_mem_alloc(comm, 1024, NULL),
+                         HIAR_INVALID_ARGUMENT, "ptr");
+    ok &= harness_expect("hiar_mem_register of host memory", hiar_mem_register(comm, buf, sizeof(buf)),
+                         HIAR_UNSUPPORTED, "GPU");
+    /* Rank 0's bad pointer and the others' missing GPU: each rank says its own reason, all fail. */
+    ok &= harness_expect("hiar_mem_register(NULL) on rank 0 only",
+                         hiar_mem_register(comm, world_rank ? (void *)buf : NULL, sizeof(buf)),
+                         world_rank ? HIAR_UNSUPPORTED : HIAR_INVALID_ARGUMENT, world_rank ? "GPU" : "ptr");
+    ok &= harness_expect("hiar_mem_free of memory hiar did not give", hiar_mem_free(comm, buf),
+                         HIAR_INVALID_ARGUMENT, "hiar_mem_alloc");
+    ok &= harness_expect("hiar_mem_deregister of memory not registered", hiar_mem_deregister(comm, buf),
+                         HIAR_INVALID_ARGUMENT, "registered");
+    ok &= harness_expect("hiar_mem_alloc(NULL comm)", hiar_mem_alloc(NULL, 1024, &p), HIAR_INVALID_ARGUMENT, "comm");
+    harness_verdict("hiar_mem_* without a GPU: clear errors, agreed on every rank", ok);
+}
+
 /* HIAR_CHECK=global: a rank that disagrees is named on every rank, and the comm stays usable. */
 void test_check_global(void)
 {
