@@ -32,6 +32,8 @@ run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
 run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
 run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 50 -w 10 --graph
 run bench-flat $mpi -np "$ngpu" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
+# Buffers from hiar_mem_alloc (and registered with NCCL): the zero-copy two-shot.
+run bench-flat $mpi -np "$ngpu" $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5 --register
 run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench --split -b 1K -e 256M -f 4 -n 20 -w 5
 
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
@@ -47,6 +49,11 @@ run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --split -b 1
 run bench-hier $mps $bench --impl hiar,mpi -b 1K -e 256M -f 4 -n 20 -w 5
 echo quit | nvidia-cuda-mps-control
 
-run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
+# memcheck and synccheck (compute-sanitizer of CUDA 13.0) crashed the process with
+# programmatic dependent launches (HIAR_PDL=1) and pass without; racecheck passes with.
+san="$mpi -np $ngpu -x HIAR_PDL=0 compute-sanitizer"
+run sanitizer $san --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
+run sanitizer $mpi -np "$ngpu" -x HIAR_PDL=0 -x HIAR_ALGO=twoshot compute-sanitizer --tool memcheck $bench --impl hiar -b 1M -e 1M -n 2 -w 1 --register
 run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
-run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
+run sanitizer $mpi -np "$ngpu" -x HIAR_ALGO=twoshot compute-sanitizer --tool racecheck $bench --impl hiar -b 1M -e 1M -n 1 -w 0 --register
+run sanitizer $san --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1

@@ -89,7 +89,7 @@ hiar_result_t hiar_windows_add(hiar_windows_t *ws, const hiar_window_group_t *g,
 
     if (i < 0 || (g->ipc && !(all = calloc((size_t)g->size, sizeof(*all)))))
         rc = hiar_error_set(HIAR_NO_MEMORY, "hiar_mem_register: cannot grow the table of registered memory");
-    else if (g->ipc)
+    else /* without IPC too: what can be registered must not depend on the grouping */
         rc = hiar_cuda_export(ptr, bytes, mine.handle, &offset);
     if (g->ipc && !group_all(g, rc == HIAR_SUCCESS)) {
         free(all);
