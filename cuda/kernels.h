@@ -23,7 +23,7 @@ hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
 /* CUDA's UUID of device (the MIG instance's under MIG); left zero if CUDA cannot say. */
 void hiar_cuda_device_uuid(int device, unsigned char uuid[16]);
 
-/* Waits for all work on device (then its buffers can be freed). */
+/* Waits for all work on device (then its buffers can be freed); the current device stays. */
 void hiar_cuda_device_sync(int device);
 
 /* Whether a CUDA MPS control daemon appears to be running for this user. */
@@ -191,9 +191,9 @@ void hiar_cuda_mem_free(void *ptr);
 hiar_result_t hiar_cuda_export(const void *ptr, size_t bytes, unsigned char handle[HIAR_IPC_HANDLE_BYTES],
                                size_t *offset);
 
-/* Maps a peer's allocation (its base); hiar_cuda_unmap undoes it. */
-hiar_result_t hiar_cuda_map(const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base);
-void hiar_cuda_unmap(char *base);
+/* Maps a peer's allocation (its base) into device; hiar_cuda_unmap undoes it.  The current device stays. */
+hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base);
+void hiar_cuda_unmap(int device, char *base);
 
 /*
  * Chunk of the hierarchical steps: the same in every group whatever its size

@@ -60,8 +60,12 @@ extern "C" void hiar_cuda_device_uuid(int device, unsigned char uuid[16])
 
 extern "C" void hiar_cuda_device_sync(int device)
 {
-    if (cudaSetDevice(device) == cudaSuccess)
+    int current = -1;
+
+    if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(device) == cudaSuccess) {
         cudaDeviceSynchronize();
+        cudaSetDevice(current);
+    }
     cudaGetLastError();
 }
 

@@ -9,15 +9,22 @@
 #include "error.h"
 #include "kernels.h"
 
+/* Makes device current; returns the device that was, to give back with cudaSetDevice. */
+static int use_device(int device)
+{
+    int current = device;
+
+    if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess)
+        cudaGetLastError();
+    return current;
+}
+
 extern "C" hiar_result_t hiar_cuda_mem_alloc(int device, size_t bytes, void **ptr)
 {
-    int current = -1;
-    cudaError_t err = cudaGetDevice(&current);
+    int was = use_device(device);
+    cudaError_t err = cudaMalloc(ptr, bytes);
 
-    if (err == cudaSuccess && (err = cudaSetDevice(device)) == cudaSuccess) {
-        err = cudaMalloc(ptr, bytes);
-        cudaSetDevice(current);
-    }
+    cudaSetDevice(was);
 
     if (err == cudaSuccess)
         return HIAR_SUCCESS;
@@ -68,7 +75,7 @@ extern "C" hiar_result_t hiar_cuda_export(const void *ptr, size_t bytes, unsigne
     size_t size = 0;
 
     HIAR_CHECK(allocation_range(ptr, &base, &size));
-    if ((const char *)ptr + bytes > base + size)
+    if (bytes > size - (size_t)((const char *)ptr - base))
         return hiar_error_set(HIAR_INVALID_ARGUMENT,
                               "hiar_mem_register: %zu bytes from %p run past the end of its allocation "
                               "(%zu bytes from %p)", bytes, ptr, size, (void *)base);
@@ -86,13 +93,15 @@ extern "C" hiar_result_t hiar_cuda_export(const void *ptr, size_t bytes, unsigne
     return HIAR_SUCCESS;
 }
 
-extern "C" hiar_result_t hiar_cuda_map(const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base)
+extern "C" hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base)
 {
     cudaIpcMemHandle_t h;
     cudaError_t err;
+    int was = use_device(device);
 
     memcpy(&h, handle, sizeof(h));
     err = cudaIpcOpenMemHandle((void **)base, h, cudaIpcMemLazyEnablePeerAccess);
+    cudaSetDevice(was);
     if (err == cudaSuccess)
         return HIAR_SUCCESS;
     cudaGetLastError();
@@ -101,8 +110,11 @@ extern "C" hiar_result_t hiar_cuda_map(const unsigned char handle[HIAR_IPC_HANDL
                           cudaGetErrorString(err));
 }
 
-void hiar_cuda_unmap(char *base)
+void hiar_cuda_unmap(int device, char *base)
 {
+    int was = use_device(device);
+
     if (cudaIpcCloseMemHandle(base) != cudaSuccess)
         cudaGetLastError();
+    cudaSetDevice(was);
 }

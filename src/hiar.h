@@ -214,9 +214,13 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
  * All four are collective over comm: every rank calls them, in the same
  * order as its other calls on comm, with its own pointer and size; they
  * succeed or fail on every rank together (an error on one rank is reported
- * on all).  HIAR_UNSUPPORTED where a rank has no GPU, or CUDA cannot share
- * the memory with other processes (stream-ordered pools, VMM and managed
- * memory; cudaMalloc'd memory can be shared).
+ * on all), but for a comm this rank cannot use (destroyed, failed, or in
+ * use by another thread), which fails at once as hiar_allreduce does.
+ * HIAR_UNSUPPORTED where a rank has no GPU, or CUDA cannot share the memory
+ * with other processes (stream-ordered pools, VMM and managed memory;
+ * cudaMalloc'd memory can be shared).  A CUDA graph that captured a call
+ * into registered memory writes into the peers' memory through that
+ * registration: do not replay it after the memory is deregistered or freed.
  *
  * hiar_mem_alloc: bytes of device memory on the comm's GPU, registered.
  * hiar_mem_free: releases it, after the GPU work that uses it is done.
@@ -224,7 +228,8 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
  *   memory; the smallest bytes over the group is what counts.
  * hiar_mem_deregister: undoes hiar_mem_register (ptr as registered).
  * hiar_comm_destroy releases what is still registered, and frees what
- * hiar_mem_alloc gave.
+ * hiar_mem_alloc gave (hiar_comm_abort and a failed comm leave it
+ * allocated: peers may still write into it).
  */
 HIAR_API hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr);
 HIAR_API hiar_result_t hiar_mem_free(hiar_comm_t *comm, void *ptr);

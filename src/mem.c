@@ -94,10 +94,12 @@ hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr)
     hiar_result_t rc;
     void *p = NULL;
 
-    HIAR_ARG_CHECK(ptr, "hiar_mem_alloc: ptr is NULL; expected where to put the address");
-    *ptr = NULL;
+    if (ptr)
+        *ptr = NULL;
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_mem_alloc"));
-    if (!bytes)
+    if (!ptr)
+        rc = hiar_error_set(HIAR_INVALID_ARGUMENT, "hiar_mem_alloc: ptr is NULL; expected where to put the address");
+    else if (!bytes)
         rc = hiar_error_set(HIAR_INVALID_ARGUMENT, "hiar_mem_alloc: bytes is 0; expected a size above 0");
     else
         rc = need_gpu(comm, "hiar_mem_alloc");
@@ -118,6 +120,25 @@ hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr)
     return rc;
 }
 
+/*
+ * Agreed outcome of a release of window (-1: none here): also fails where
+ * ranks name different windows (their tables would part, and memory a peer
+ * maps could be freed).
+ */
+static hiar_result_t agree_window(hiar_comm_t *comm, hiar_result_t rc, int window, const char *call)
+{
+    int range[2] = {window, -window};
+
+    if (PMPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm->mpi) != MPI_SUCCESS && rc == HIAR_SUCCESS)
+        rc = hiar_error_set(HIAR_MPI_ERROR, "%s: MPI_Allreduce of the registrations failed", call);
+    else if (rc == HIAR_SUCCESS && range[0] != -range[1])
+        rc = hiar_error_set(HIAR_INVALID_USAGE,
+                            "%s: the ranks release different registrations (the %d-th here, from the %d-th to "
+                            "the %d-th over the ranks): release in one order on every rank",
+                            call, window + 1, -range[1] + 1, range[0] + 1);
+    return hiar_comm_agree(comm, rc, call);
+}
+
 /* hiar_mem_free (owned) and hiar_mem_deregister: ptr leaves every rank's table. */
 static hiar_result_t release(hiar_comm_t *comm, void *ptr, int want_owned, const char *call)
 {
@@ -133,7 +154,7 @@ static hiar_result_t release(hiar_comm_t *comm, void *ptr, int want_owned, const
         rc = hiar_error_set(HIAR_INVALID_ARGUMENT, "%s: %p comes from %s; release it with %s", call, ptr,
                             owned ? "hiar_mem_alloc" : "hiar_mem_register",
                             owned ? "hiar_mem_free" : "hiar_mem_deregister");
-    rc = hiar_comm_agree(comm, rc, call);
+    rc = agree_window(comm, rc, window, call);
 #ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
         hiar_devcomm_deregister(comm->dev, window);

@@ -41,11 +41,11 @@ static int free_entry(hiar_windows_t *ws)
     return ws->n++;
 }
 
-static void unmap(hiar_window_t *w)
+static void unmap(hiar_window_t *w, int device)
 {
     for (int p = 0; p < w->size; p++)
         if (w->alloc[p])
-            hiar_cuda_unmap(w->alloc[p]);
+            hiar_cuda_unmap(device, w->alloc[p]);
     memset(w->alloc, 0, sizeof(w->alloc));
     w->size = 0;
 }
@@ -64,7 +64,7 @@ static hiar_result_t map_all(hiar_window_t *w, const hiar_window_group_t *g, con
         if (p == g->local)
             w->peer[p] = w->base;
         else {
-            HIAR_CHECK(hiar_cuda_map(all[p].handle, &w->alloc[p]));
+            HIAR_CHECK(hiar_cuda_map(g->device, all[p].handle, &w->alloc[p]));
             w->peer[p] = w->alloc[p] + all[p].offset;
         }
     }
@@ -111,7 +111,7 @@ hiar_result_t hiar_windows_add(hiar_windows_t *ws, const hiar_window_group_t *g,
         rc = map_all(w, g, all, i);
     free(all);
     if (!group_all(g, rc == HIAR_SUCCESS)) {
-        unmap(w);
+        unmap(w, g->device);
         memset(w, 0, sizeof(*w));
         return failed_elsewhere(rc);
     }
@@ -135,11 +135,12 @@ void hiar_windows_remove(hiar_windows_t *ws, const hiar_window_group_t *g, int i
 
     /* Kernels that write into the peers' windows, or they into ours, are done here... */
     hiar_cuda_device_sync(g->device);
-    unmap(w);
-    /* ...and everywhere after the barrier: then nobody maps ours, and it can go. */
+    unmap(w, g->device);
+    /* ...and everywhere after the barrier: then nobody maps ours, and it can go.  A
+     * failed comm's peers may still map it and write into it: it stays (leaks). */
     if (mapped && collective)
         PMPI_Barrier(g->comm);
-    if (w->owned)
+    if (w->owned && collective)
         hiar_cuda_mem_free(w->base);
     memset(w, 0, sizeof(*w));
 }

@@ -38,7 +38,8 @@ int hiar_windows_find(const hiar_windows_t *ws, const void *ptr, int *owned);
 
 /*
  * Collective over the group (unless !collective): window i is unmapped
- * everywhere, then freed if owned.  Waits for the device first.
+ * everywhere, then freed if owned (not when !collective: peers of a failed
+ * comm may still write into it).  Waits for the device first.
  */
 void hiar_windows_remove(hiar_windows_t *ws, const hiar_window_group_t *g, int i, int collective);
 void hiar_windows_clear(hiar_windows_t *ws, const hiar_window_group_t *g, int collective);
