@@ -36,7 +36,7 @@ struct hiar_devcomm {
     MPI_Comm *shard_comm;     /* [nshards] owners of shard s in every group */
     size_t slot_bytes;        /* IPC slot, the same on every rank */
     hiar_ipc_t *ipc;
-    int shared_gpu; /* another rank of the group uses the same GPU */
+    int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     char why[320];  /* the transport for device buffers, why, and how its kernels launch */
     char *stage; /* 2 x STAGE_BYTES, pinned */
@@ -262,6 +262,7 @@ hiar_result_t hiar_devcomm_create(hiar_comm_t *comm, hiar_devcomm_t **out)
     }
     all_gpu = group_has_gpus(comm, dev);
     on_gpu = ranks_on_gpu(comm, dev);
+    dev->shared_gpu |= on_gpu > 1; /* ranks of other groups on this GPU spin beside ours too */
     if (all_gpu && dev->local_size >= 2 && dev->local_size <= HIAR_IPC_MAX_GROUP) {
         ipc_setup(comm, dev);
         if (dev->ipc)
