@@ -25,7 +25,7 @@
  * Zero copy: where every rank's output lies at the same place of memory
  * registered with the comm (hiar_ipc_direct_t), the owner pushes its reduced
  * shards straight into the peers' outputs and AG only waits: no copy out of
- * the slots (measured on 2 H200, bf16: 337 against 308 GB/s at 64 MB, 358
+ * the slots (measured on 2 H200, bf16: 335 against 309 GB/s at 64 MB, 357
  * against 349 at 1 GB).  The ranks learn it in the first chunk's RS exchange.
  * Requires: the same grid on every rank (it depends on the size only).
  */
