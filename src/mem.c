@@ -56,10 +56,10 @@ static hiar_result_t check_range(const hiar_comm_t *comm, const void *ptr, size_
     return HIAR_SUCCESS;
 }
 
+#ifdef HIAR_HAVE_CUDA
 /* Registers on every rank or on none; owned memory is freed with it, or here if that fails. */
 static hiar_result_t add(hiar_comm_t *comm, void *ptr, size_t bytes, int owned, const char *call)
 {
-#ifdef HIAR_HAVE_CUDA
     hiar_result_t rc = hiar_devcomm_register(comm->dev, ptr, bytes, owned), all;
     int window;
 
@@ -69,13 +69,8 @@ static hiar_result_t add(hiar_comm_t *comm, void *ptr, size_t bytes, int owned, 
     else if (rc != HIAR_SUCCESS && owned)
         hiar_cuda_mem_free(ptr);
     return all;
-#else
-    (void)ptr;
-    (void)bytes;
-    (void)owned;
-    return hiar_comm_agree(comm, need_gpu(comm, call), call);
-#endif
 }
+#endif
 
 hiar_result_t hiar_mem_register(hiar_comm_t *comm, void *ptr, size_t bytes)
 {
@@ -83,8 +78,10 @@ hiar_result_t hiar_mem_register(hiar_comm_t *comm, void *ptr, size_t bytes)
 
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_mem_register"));
     rc = hiar_comm_agree(comm, check_range(comm, ptr, bytes), "hiar_mem_register");
+#ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
         rc = add(comm, ptr, bytes, 0, "hiar_mem_register");
+#endif
     hiar_comm_leave(comm);
     return rc;
 }
@@ -108,9 +105,9 @@ hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr)
         rc = hiar_devcomm_mem_alloc(comm->dev, bytes, &p);
 #endif
     rc = hiar_comm_agree(comm, rc, "hiar_mem_alloc");
+#ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
         rc = add(comm, p, bytes, 1, "hiar_mem_alloc");
-#ifdef HIAR_HAVE_CUDA
     else if (p)
         hiar_cuda_mem_free(p);
 #endif

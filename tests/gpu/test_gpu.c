@@ -41,12 +41,14 @@ static void dev_alloc(hiar_comm_t *comm, void *p, size_t bytes)
 
 static void dev_free(hiar_comm_t *comm, void *p)
 {
-    if (registered && hiar_mem_free(comm, p) != HIAR_SUCCESS) {
+    if (!registered) {
+        cudaFree(p);
+        return;
+    }
+    if (hiar_mem_free(comm, p) != HIAR_SUCCESS) {
         fprintf(stderr, "rank %d: hiar_mem_free: %s\n", rank, hiar_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (!registered)
-        cudaFree(p);
 }
 
 /* ---- dtype codecs (independent of the library) ---- */
