@@ -343,7 +343,7 @@ __device__ __forceinline__ void release_next_kernel()
 #endif
 }
 
-__device__ __forceinline__ uint32_t begin_call(const hiar_ipc_args_t &a)
+__device__ __forceinline__ uint64_t begin_call(const hiar_ipc_args_t &a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -357,7 +357,7 @@ __device__ __forceinline__ uint32_t begin_call(const hiar_ipc_args_t &a)
  * (the block's own threads read theirs before the barrier).  A block that
  * gave up waiting lets the next kernel in here.
  */
-__device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint32_t epoch)
+__device__ __forceinline__ void finish_call(const hiar_ipc_args_t &a, uint64_t epoch)
 {
     __syncthreads();
     release_next_kernel();
@@ -392,7 +392,8 @@ __device__ __forceinline__ bool wait_peers(const hiar_ipc_args_t &a, int which, 
             int p = (a.me + k) % a.n;
             const uint64_t *flag =
                 reinterpret_cast<const uint64_t *>(a.base[a.me] + hiar_ipc_flag_offset(which, blockIdx.x, p));
-            while (flag_load_acquire(flag) < value && (ok = waiter_poll(w)))
+            /* "Below value" modulo 2^64: flag values wrap (ipc.h). */
+            while ((int64_t)(flag_load_acquire(flag) - value) < 0 && (ok = waiter_poll(w)))
                 ;
         }
         if (ok)

@@ -50,8 +50,10 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     a->max_blocks = a->push_blocks = a->ll_blocks = HIAR_IPC_BLOCKS_DEFAULT;
     CUDA_TRY(cudaGetDevice(&ipc->device));
     CUDA_TRY(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
-    /* Zero flags and packets: epoch 0 never matches a call (they start at 1). */
-    CUDA_TRY(cudaMemset(a->base[a->me], 0, a->data_offset));
+    /* Flags start at 0, below every call's (epochs start at 1); LL packets
+     * start as the sentinel, "nothing pending" (oneshot.cu). */
+    CUDA_TRY(cudaMemset(a->base[a->me], 0, a->ll_offset));
+    CUDA_TRY(cudaMemset(a->base[a->me] + a->ll_offset, 0xff, a->data_offset - a->ll_offset));
     CUDA_TRY(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
     CUDA_TRY(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
     CUDA_TRY(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));

@@ -12,7 +12,9 @@
  * chosen by the epoch's parity: a rank writes into a peer's buffers of parity
  * p only in call e, whose previous use was call e-2; during call e-1 it
  * received something the peer sent in call e-1, i.e. after the peer's kernel
- * e-2 had finished reading.  So no call needs a start or end barrier.
+ * e-2 had finished reading (and, in the LL packet buffers, putting the
+ * "nothing pending" mark back: oneshot.cu).  So no call needs a start or
+ * end barrier.
  */
 #ifndef HIAR_IPC_H
 #define HIAR_IPC_H
@@ -33,7 +35,7 @@
 #define HIAR_IPC_ONESHOT_BLOCKS HIAR_IPC_BLOCKS_DEFAULT
 /* Flags 128 bytes apart: no two flags share a line on PCIe or NVLink. */
 #define HIAR_IPC_FLAG_STRIDE 128
-/* Largest one-shot (LL) message: packets carry 8 data bytes in 16. */
+/* Largest one-shot (LL) message: packets of integer types carry 8 data bytes in 16. */
 #define HIAR_IPC_LL_MAX_BYTES (512 * 1024)
 #define HIAR_IPC_LL_AREA_BYTES (2 * HIAR_IPC_LL_MAX_BYTES)
 #define HIAR_IPC_SIGNAL_BYTES (2 * HIAR_IPC_MAX_BLOCKS * HIAR_IPC_MAX_RANKS * HIAR_IPC_FLAG_STRIDE + \
@@ -45,9 +47,14 @@ typedef struct {
     int status; /* set by a kernel: HIAR_TIMEOUT */
 } hiar_ipc_control_t;
 
-/* Per-rank device state (not shared): calls completed, per block index. */
+/*
+ * Per-rank device state (not shared): calls completed, per block index.  64
+ * bits: flag values (epoch << 24 | step) keep growing, modulo 2^64, however
+ * long a job runs; with 32 they went back to 0 after 2^32 calls, 3 hours
+ * at 2.5 us a call, and a waiter took old flags for new ones.
+ */
 typedef struct {
-    uint32_t epoch[HIAR_IPC_MAX_BLOCKS];
+    uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
 } hiar_ipc_state_t;
 
 typedef struct {

@@ -4,12 +4,22 @@
  *
  * LL, for small messages.
  *
- * Purpose: lowest latency.  Every rank pushes its input to every peer as
- * 16-byte packets {data, epoch, data, epoch}; a packet is valid when both
- * epoch words equal the call's epoch, so data and readiness travel in one
- * store and no barrier is needed.  Each rank then reduces all inputs in rank
- * order (same bits everywhere).
- * Cost: twice the bytes on the wire, so it pays only for small messages.
+ * Purpose: lowest latency.  Every rank pushes its input to every peer in
+ * 16-byte packets that carry their own readiness, so data and flag travel in
+ * one store and no barrier is needed; each rank then reduces all inputs in
+ * rank order (same bits everywhere).  Packet buffers hold a sentinel (all
+ * bits set) wherever no packet is pending: a reader waits until a packet is
+ * free of it, then writes the sentinel back.  Two packet formats:
+ * - data only (float types, from LL_DATA_ONLY_MIN bytes): 16 data bytes,
+ *   ready when no element is the sentinel, a NaN; inputs with exactly those
+ *   bits are sent as the NaN one bit below, on every rank, the own input
+ *   included, so results stay bit-identical;
+ * - flagged (integer types, where every bit pattern is a value, and small
+ *   messages): {data, 0, data, 0}, ready when neither flag word is the
+ *   sentinel; twice the bytes on the wire.
+ * The epoch's parity picks one of two packet buffers: a peer writes a buffer
+ * again only in call e+2, after this rank's kernel e, sentinels included,
+ * has completed (ipc.h).
  * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.
  *
  * Push, for medium messages (and large ones on 2 ranks, where it moves the
@@ -40,6 +50,62 @@ __device__ __forceinline__ uint4 ll_load(const uint4 *src)
     return v;
 }
 
+#define LL_SENTINEL 0xffffffffu
+
+/* Integer types: 8 data bytes and two flag words per packet. */
+struct ll_flagged {
+    enum { DATA = 8 };
+    typedef uint2 data;
+    __device__ static uint2 own(uint2 d) { return d; }
+    __device__ static uint4 pack(uint2 d) { return make_uint4(d.x, 0, d.y, 0); }
+    __device__ static bool ready(uint4 v) { return v.y != LL_SENTINEL && v.w != LL_SENTINEL; }
+    __device__ static uint2 unpack(uint4 v) { return make_uint2(v.x, v.z); }
+};
+
+/* Float types of S bytes: 16 data bytes per packet; an element with all bits set marks it pending. */
+template <int S> struct ll_data_only {
+    enum { DATA = 16 };
+    typedef uint4 data;
+    /* The bits to flip in words lo, hi (elements of 2 or 4 bytes, or one of 8)
+     * so that no element is the sentinel: the lowest bit of each that is. */
+    __device__ static uint2 flips(uint32_t lo, uint32_t hi)
+    {
+        if (S == 2)
+            return make_uint2(__vcmpeq2(lo, LL_SENTINEL) & 0x00010001u, __vcmpeq2(hi, LL_SENTINEL) & 0x00010001u);
+        if (S == 4)
+            return make_uint2(lo == LL_SENTINEL, hi == LL_SENTINEL);
+        return make_uint2((lo & hi) == LL_SENTINEL, 0);
+    }
+    __device__ static uint4 own(uint4 d)
+    {
+        uint2 a = flips(d.x, d.y), b = flips(d.z, d.w);
+        return make_uint4(d.x ^ a.x, d.y ^ a.y, d.z ^ b.x, d.w ^ b.y);
+    }
+    __device__ static uint4 pack(uint4 d) { return d; }
+    __device__ static bool ready(uint4 v)
+    {
+        uint2 a = flips(v.x, v.y), b = flips(v.z, v.w);
+        return !(a.x | a.y | b.x | b.y);
+    }
+    __device__ static uint4 unpack(uint4 v) { return v; }
+};
+
+/*
+ * Data-only packets from this size on.  Measured on 2 H200 in CUDA graphs,
+ * bf16, us, flagged / data only, two runs: 1-8 KB 2.32-2.47 / 2.44-2.56 (why
+ * data only costs more there is not understood), 16 KB 2.67-2.69 /
+ * 2.58-2.69, 32 KB 2.74-2.81 / 2.84-2.87, 64 KB 2.95-2.97 / 2.96, 128 KB
+ * 3.35 / 3.11-3.15, 256 KB 4.17 / 3.50.
+ */
+#define LL_DATA_ONLY_MIN (64 * 1024)
+
+/* The format of large messages of T: integer types have no spare bit pattern. */
+template <typename T> struct ll_large { typedef ll_flagged type; };
+template <> struct ll_large<__half> { typedef ll_data_only<2> type; };
+template <> struct ll_large<__nv_bfloat16> { typedef ll_data_only<2> type; };
+template <> struct ll_large<float> { typedef ll_data_only<4> type; };
+template <> struct ll_large<double> { typedef ll_data_only<8> type; };
+
 /* Packets that `sender` writes for call parity `parity` in the buffer at `base`. */
 __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, uint32_t parity, int sender)
 {
@@ -47,36 +113,40 @@ __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, 
                                      ((size_t)parity * a.n + sender) * HIAR_IPC_LL_AREA_BYTES);
 }
 
-template <typename T>
+template <typename T, typename F>
 __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int op, int divisor)
 {
-    const uint32_t e = begin_call(a), parity = e & 1;
-    const size_t packets = (bytes + 7) / 8, stride = (size_t)gridDim.x * blockDim.x;
+    const uint64_t e = begin_call(a);
+    const uint32_t parity = e & 1;
+    const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     hiar_waiter w = waiter_begin(a);
+    typename F::data mine = {};
     bool ok = true;
 
-    /* Push everything first; peers are read in rotated order to spread traffic. */
+    /* Push everything first; peers are read in rotated order to spread traffic.
+     * A thread's first packet (in most calls its only one) stays in registers
+     * for the reduction: reloading it cost a memory round trip after the wait. */
     for (size_t i = first; i < packets; i += stride) {
-        uint2 d = load_unit<8>(in, i * 8, bytes, esize);
-        for (int k = 1; k < a.n; k++) {
-            int p = (a.me + k) % a.n;
-            ll_store(ll_area(a, a.base[p], parity, a.me) + i, make_uint4(d.x, e, d.y, e));
-        }
+        typename F::data d = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
+        mine = i == first ? d : mine;
+        for (int k = 1; k < a.n; k++)
+            ll_store(ll_area(a, a.base[(a.me + k) % a.n], parity, a.me) + i, F::pack(d));
     }
     for (size_t i = first; i < packets && ok; i += stride) {
-        unit_acc<T, 8> acc;
+        unit_acc<T, F::DATA> acc;
         for (int p = 0; p < a.n && ok; p++) {
-            uint2 d;
+            typename F::data d;
             if (p == a.me) {
-                d = load_unit<8>(in, i * 8, bytes, esize);
+                d = i == first ? mine : F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
             } else {
-                const uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
+                uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
                 uint4 v = ll_load(src);
-                while ((v.y != e || v.w != e) && (ok = waiter_poll(w)))
+                while (!F::ready(v) && (ok = waiter_poll(w)))
                     v = ll_load(src);
-                d = make_uint2(v.x, v.z);
+                ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
+                d = F::unpack(v);
             }
             if (p == 0)
                 acc.load(&d);
@@ -84,10 +154,10 @@ __global__ void __launch_bounds__(HIAR_THREADS)
                 acc.fold(op, &d);
         }
         if (ok) {
-            uint2 r;
+            typename F::data r;
             release_next_kernel(); /* every peer's packet i arrived: see device.cuh */
             acc.store(&r, divisor);
-            store_unit<8>(out, i * 8, bytes, esize, r);
+            store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
         }
     }
     finish_call(a, e);
@@ -112,7 +182,7 @@ struct push_piece {
     uint64_t value;    /* flag value */
 };
 
-__device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint32_t e, size_t total,
+__device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint64_t e, size_t total,
                                               size_t piece, uint32_t i)
 {
     push_piece p;
@@ -120,7 +190,7 @@ __device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint32_
     p.bytes = total - p.off < piece ? total - p.off : piece;
     p.ring = a.data_offset + (size_t)(e & 1) * 2 * a.slot_bytes +
              ((size_t)blockIdx.x * PUSH_RING + i % PUSH_RING) * (size_t)a.n * piece;
-    p.value = ((uint64_t)e << 24) | (i + 1);
+    p.value = (e << 24) | (i + 1);
     return p;
 }
 
@@ -158,7 +228,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
                  size_t piece)
 {
-    const uint32_t e = begin_call(a);
+    const uint64_t e = begin_call(a);
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 
@@ -201,11 +271,12 @@ static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *o
                            bytes, esize, (int)op, divisor, piece);
 }
 
-template <typename T>
-static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
-                          hiar_op_t op, int divisor, cudaStream_t stream)
+template <typename T, typename F>
+static cudaError_t launch_ll(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
+                             hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    size_t packets = (bytes + 7) / 8, per_block = (packets + HIAR_IPC_ONESHOT_BLOCKS - 1) / HIAR_IPC_ONESHOT_BLOCKS;
+    size_t packets = (bytes + F::DATA - 1) / F::DATA;
+    size_t per_block = (packets + HIAR_IPC_ONESHOT_BLOCKS - 1) / HIAR_IPC_ONESHOT_BLOCKS;
     size_t threads = per_block <= LL_THREADS ? LL_THREADS : (per_block + 31) / 32 * 32;
     size_t blocks;
 
@@ -216,8 +287,17 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
     blocks = (packets + threads - 1) / threads;
     if (blocks > a->ll_blocks)
         blocks = a->ll_blocks;
-    return hiar_ipc_launch(a, oneshot_ll<T>, (unsigned)blocks, (unsigned)threads, stream, *a, (const char *)in,
+    return hiar_ipc_launch(a, oneshot_ll<T, F>, (unsigned)blocks, (unsigned)threads, stream, *a, (const char *)in,
                            (char *)out, bytes, esize, (int)op, divisor);
+}
+
+template <typename T>
+static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
+                          hiar_op_t op, int divisor, cudaStream_t stream)
+{
+    return bytes >= LL_DATA_ONLY_MIN
+               ? launch_ll<T, typename ll_large<T>::type>(a, in, out, bytes, esize, op, divisor, stream)
+               : launch_ll<T, ll_flagged>(a, in, out, bytes, esize, op, divisor, stream);
 }
 
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,
@@ -232,14 +312,17 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void
 
 int hiar_ipc_oneshot_per_sm(int ll)
 {
-    return ll ? fewest_per_sm([](auto t) { return oneshot_ll<decltype(t)>; })
-              : fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
+    if (!ll)
+        return fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
+    int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged>; });
+    int large = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type>; });
+    return flagged < large ? flagged : large;
 }
 
 int hiar_ipc_ptx_version(void)
 {
     cudaFuncAttributes f;
-    if (cudaFuncGetAttributes(&f, oneshot_ll<float>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&f, oneshot_ll<float, ll_flagged>) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }

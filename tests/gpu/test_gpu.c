@@ -284,6 +284,130 @@ static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
     free(host);
 }
 
+/*
+ * Back-to-back calls whose dtype and size change every call, so that one
+ * call's packets land where the last one's, of another format or size, were
+ * (the LL kernel's buffers must be left clean by every reader).
+ */
+static void stress_mixed(hiar_comm_t *comm, int calls)
+{
+    enum { N = 32, MAX_COUNT = 30000 };
+    static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_INT32, HIAR_BFLOAT16, HIAR_INT8, HIAR_FLOAT64};
+    void *in[N], *out[N], *host = malloc(MAX_COUNT * 8);
+    int ok = 1;
+    char what[64];
+
+    for (int k = 0; k < N; k++) {
+        CUDA_OK(cudaMalloc(&in[k], MAX_COUNT * 8));
+        CUDA_OK(cudaMalloc(&out[k], MAX_COUNT * 8));
+    }
+    for (int c = 0; c < calls && ok; c += N) {
+        for (int k = 0; k < N; k++) {
+            hiar_dtype_t t = types[(c + k) % 5];
+            size_t count = 1 + (size_t)(c + k) * 7919 % MAX_COUNT;
+            fill(t, HIAR_SUM, host, count, c + k);
+            CUDA_OK(cudaMemcpy(in[k], host, count * hiar_dtype_size(t), cudaMemcpyHostToDevice));
+        }
+        for (int k = 0; k < N; k++)
+            ok &= hiar_allreduce(in[k], out[k], 1 + (size_t)(c + k) * 7919 % MAX_COUNT, types[(c + k) % 5],
+                                 HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+        CUDA_OK(cudaDeviceSynchronize());
+        for (int k = 0; k < N; k++) {
+            hiar_dtype_t t = types[(c + k) % 5];
+            size_t count = 1 + (size_t)(c + k) * 7919 % MAX_COUNT;
+            CUDA_OK(cudaMemcpy(host, out[k], count * hiar_dtype_size(t), cudaMemcpyDeviceToHost));
+            ok &= verify(t, HIAR_SUM, host, count, c + k);
+        }
+    }
+    snprintf(what, sizeof(what), "mixed stress %d calls, dtype and size changing", calls);
+    record(ok, what);
+    for (int k = 0; k < N; k++) {
+        cudaFree(in[k]);
+        cudaFree(out[k]);
+    }
+    free(host);
+}
+
+/*
+ * Element i of rank r for edge_values: *ones = 1 where its bits are all set
+ * (a NaN in float types, -1 in signed integers), else v.
+ */
+static void edge_value(int r, size_t i, int *ones, double *v)
+{
+    static const double zero = 0.0;
+    *ones = (i % 4 == 0 && r == 0) || (i % 4 == 2 && r == nranks - 1);
+    *v = i % 4 == 1 ? -zero : i % 4 == 3 ? (double)((r + i) % 3) : (double)(1 + i % 4 / 2);
+}
+
+/* One case of edge_values: count elements at element offset off of the device buffers. */
+static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t count, size_t off, char *din,
+                      char *dout, unsigned char *host)
+{
+    static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    size_t es = hiar_dtype_size(t), bad = 0;
+    unsigned char cell[8];
+    uint64_t h[2], lo, hi;
+    int ok, v_ones;
+    double v;
+    char what[96];
+
+    for (size_t i = 0; i < count; i++) {
+        edge_value(rank, i, &v_ones, &v);
+        if (v_ones)
+            memset(host + i * es, 0xff, es);
+        else
+            encode(t, host, i, v);
+    }
+    CUDA_OK(cudaMemcpy(din + off * es, host, count * es, cudaMemcpyHostToDevice));
+    ok = hiar_allreduce(din + off * es, dout + off * es, count, t, op, comm, NULL) == HIAR_SUCCESS;
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(host, dout + off * es, count * es, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; i++) {
+        double want = 0, have = decode(t, host, i);
+        for (int r = 0; r < nranks; r++) {
+            edge_value(r, i, &v_ones, &v);
+            encode(t, cell, 0, v); /* -0.0 is 0 in integers */
+            v = decode(t, v_ones ? ones : cell, 0);
+            want = r == 0 ? v : op == HIAR_SUM ? want + v : (want > v || want != want) ? want : v;
+        }
+        if (!(isnan(want) ? isnan(have) : have == want && !signbit(have) == !signbit(want)) && bad++ < 3)
+            fprintf(stderr, "rank %d: %s %s element %zu: got %g want %g\n", rank, hiar_dtype_name(t),
+                    hiar_op_name(op), i, have, want);
+    }
+    h[0] = h[1] = fnv(host, count * es);
+    MPI_Allreduce(h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(h + 1, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    snprintf(what, sizeof(what), "all-bits-set and -0.0 elements, %s %s count %zu", hiar_dtype_name(t),
+             hiar_op_name(op), count);
+    record(ok && bad == 0 && lo == hi, what);
+}
+
+/*
+ * Values the LL kernel must carry through untouched: elements whose bits
+ * are all set (its buffers' "nothing pending" mark) and -0.0.  The
+ * reference reduces the same values in double; NaN must stay NaN, -0.0 keep
+ * its sign, and every rank get the same bits.  Counts below and above 16 KB
+ * in every dtype: both LL packet formats; odd offsets: the scalar path.
+ */
+static void edge_values(hiar_comm_t *comm)
+{
+    static const hiar_dtype_t types[] = {HIAR_FLOAT16, HIAR_BFLOAT16, HIAR_FLOAT32, HIAR_FLOAT64, HIAR_INT32,
+                                         HIAR_INT8};
+    enum { MAX_COUNT = 9001 };
+    unsigned char *host = malloc(MAX_COUNT * 8);
+    char *din, *dout;
+
+    CUDA_OK(cudaMalloc((void **)&din, (MAX_COUNT + 1) * 8));
+    CUDA_OK(cudaMalloc((void **)&dout, (MAX_COUNT + 1) * 8));
+    for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
+        for (int k = 0; k < 4; k++)
+            edge_case(comm, types[ti], k % 2 ? HIAR_MAX : HIAR_SUM, k < 2 ? 1003 : MAX_COUNT, ti % 2, din, dout,
+                      host);
+    cudaFree(din);
+    cudaFree(dout);
+    free(host);
+}
+
 /* Calls captured in a CUDA graph, replayed with new inputs each time. */
 static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
 {
@@ -464,6 +588,8 @@ int main(int argc, char **argv)
     if (rank == 0)
         hiar_comm_describe(comm, stdout);
     matrix(comm);
+    edge_values(comm);
+    stress_mixed(comm, quick ? 64 : 1024);
     stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 2048);
     stress(comm, HIAR_BFLOAT16, 65539, quick ? 64 : 1024);
     stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 32 : 256);
