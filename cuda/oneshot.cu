@@ -92,12 +92,13 @@ template <int S> struct ll_data_only {
 
 /*
  * Data-only packets from this size on.  Measured on 2 H200 in CUDA graphs,
- * bf16, us, flagged / data only, two runs: 1-8 KB 2.32-2.47 / 2.44-2.56 (why
- * data only costs more there is not understood), 16 KB 2.67-2.69 /
- * 2.58-2.69, 32 KB 2.74-2.81 / 2.84-2.87, 64 KB 2.95-2.97 / 2.96, 128 KB
- * 3.35 / 3.11-3.15, 256 KB 4.17 / 3.50.
+ * bf16, us, flagged / data only, over three machine starts: 1-8 KB
+ * 2.28-2.54 / 2.44-2.61 (why data only costs more there is not understood),
+ * 16 KB 2.61-2.69 / 2.58-2.84, 32 KB 2.70-2.81 / 2.84-3.11, 64 KB
+ * 2.88-2.97 / 2.96-3.10, 128 KB 3.35-3.43 / 3.11-3.15, 256 KB 4.16-4.27 /
+ * 3.50-3.65.
  */
-#define LL_DATA_ONLY_MIN (64 * 1024)
+#define LL_DATA_ONLY_MIN (128 * 1024)
 
 /* The format of large messages of T: integer types have no spare bit pattern. */
 template <typename T> struct ll_large { typedef ll_flagged type; };

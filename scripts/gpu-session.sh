@@ -28,9 +28,11 @@ run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
 # MPI_Allreduce on device buffers through libhiar_mpi.so (LD_PRELOAD), one group and two.
 run tests env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/pmpi/pmpi-device.test
 run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_GROUPS="0|1" sh tests/pmpi/pmpi-device.test
-run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 1G -f 4 -n 20 -w 5
-run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 50 -w 10 --graph
-run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 50 -w 10 --graph
+# Small messages take many iterations: at 20, one slow launch moved a 4 KB ratio from 0.5 to 0.8.
+run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 300 -w 30
+run bench-flat $mpi -np "$ngpu" $bench -b 16M -e 1G -f 4 -n 20 -w 5
+run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 300 -w 30 --graph
+run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 300 -w 30 --graph
 run bench-flat $mpi -np "$ngpu" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
 # Buffers from hiar_mem_alloc (and registered with NCCL): the zero-copy two-shot.
 run bench-flat $mpi -np "$ngpu" $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5 --register

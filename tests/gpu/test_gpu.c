@@ -386,23 +386,25 @@ static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t co
  * Values the LL kernel must carry through untouched: elements whose bits
  * are all set (its buffers' "nothing pending" mark) and -0.0.  The
  * reference reduces the same values in double; NaN must stay NaN, -0.0 keep
- * its sign, and every rank get the same bits.  Counts below and above 16 KB
- * in every dtype: both LL packet formats; odd offsets: the scalar path.
+ * its sign, and every rank get the same bits.  Messages just below 2 KB and
+ * just above 128 KB: both LL packet formats (on 8 ranks the larger goes
+ * through the push kernel); odd offsets: the scalar path.
  */
 static void edge_values(hiar_comm_t *comm)
 {
     static const hiar_dtype_t types[] = {HIAR_FLOAT16, HIAR_BFLOAT16, HIAR_FLOAT32, HIAR_FLOAT64, HIAR_INT32,
                                          HIAR_INT8};
-    enum { MAX_COUNT = 9001 };
-    unsigned char *host = malloc(MAX_COUNT * 8);
+    enum { MAX_BYTES = 128 * 1024 + 64 };
+    unsigned char *host = malloc(MAX_BYTES);
     char *din, *dout;
 
-    CUDA_OK(cudaMalloc((void **)&din, (MAX_COUNT + 1) * 8));
-    CUDA_OK(cudaMalloc((void **)&dout, (MAX_COUNT + 1) * 8));
+    CUDA_OK(cudaMalloc((void **)&din, MAX_BYTES + 8));
+    CUDA_OK(cudaMalloc((void **)&dout, MAX_BYTES + 8));
     for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
-        for (int k = 0; k < 4; k++)
-            edge_case(comm, types[ti], k % 2 ? HIAR_MAX : HIAR_SUM, k < 2 ? 1003 : MAX_COUNT, ti % 2, din, dout,
-                      host);
+        for (int k = 0; k < 4; k++) {
+            size_t es = hiar_dtype_size(types[ti]), count = k < 2 ? 2000 / es - 1 : 128 * 1024 / es + 3;
+            edge_case(comm, types[ti], k % 2 ? HIAR_MAX : HIAR_SUM, count, ti % 2, din, dout, host);
+        }
     cudaFree(din);
     cudaFree(dout);
     free(host);
