@@ -114,9 +114,9 @@ __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, 
                                      ((size_t)parity * a.n + sender) * HIAR_IPC_LL_AREA_BYTES);
 }
 
-template <typename T, typename F>
+template <typename T, typename F, int OP>
 __global__ void __launch_bounds__(HIAR_THREADS)
-    oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int op, int divisor)
+    oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int divisor)
 {
     const uint64_t e = begin_call(a);
     const uint32_t parity = e & 1;
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             if (p == 0)
                 acc.load(&d);
             else
-                acc.fold(op, &d);
+                acc.fold(OP, &d);
         }
         if (ok) {
             typename F::data r;
@@ -288,8 +288,10 @@ static cudaError_t launch_ll(const hiar_ipc_args_t *a, const void *in, void *out
     blocks = (packets + threads - 1) / threads;
     if (blocks > a->ll_blocks)
         blocks = a->ll_blocks;
-    return hiar_ipc_launch(a, oneshot_ll<T, F>, (unsigned)blocks, (unsigned)threads, stream, *a, (const char *)in,
-                           (char *)out, bytes, esize, (int)op, divisor);
+    return hiar_dispatch_op(op, [&](auto o) {
+        return hiar_ipc_launch(a, oneshot_ll<T, F, decltype(o)::value>, (unsigned)blocks, (unsigned)threads, stream,
+                               *a, (const char *)in, (char *)out, bytes, esize, divisor);
+    });
 }
 
 template <typename T>
@@ -313,17 +315,27 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void
 
 int hiar_ipc_oneshot_per_sm(int ll)
 {
+    int fewest = 1 << 30;
+
     if (!ll)
         return fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
-    int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged>; });
-    int large = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type>; });
-    return flagged < large ? flagged : large;
+    for (int op = 0; op < HIAR_OP_COUNT; op++)
+        hiar_dispatch_op((hiar_op_t)op, [&](auto o) {
+            constexpr int OP = decltype(o)::value;
+            int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged, OP>; });
+            int large = fewest_per_sm(
+                [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, OP>; });
+            fewest = flagged < fewest ? flagged : fewest;
+            fewest = large < fewest ? large : fewest;
+            return cudaSuccess;
+        });
+    return fewest;
 }
 
 int hiar_ipc_ptx_version(void)
 {
     cudaFuncAttributes f;
-    if (cudaFuncGetAttributes(&f, oneshot_ll<float, ll_flagged>) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&f, oneshot_ll<float, ll_flagged, HIAR_SUM>) != cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
