@@ -321,10 +321,10 @@ int hiar_ipc_oneshot_per_sm(int ll)
         return fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
     for (int op = 0; op < HIAR_OP_COUNT; op++)
         hiar_dispatch_op((hiar_op_t)op, [&](auto o) {
-            constexpr int OP = decltype(o)::value;
-            int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged, OP>; });
+            typedef decltype(o) O;
+            int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged, O::value>; });
             int large = fewest_per_sm(
-                [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, OP>; });
+                [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
             fewest = flagged < fewest ? flagged : fewest;
             fewest = large < fewest ? large : fewest;
             return cudaSuccess;
