@@ -49,9 +49,11 @@ typedef struct {
 
 /*
  * Per-rank device state (not shared): calls completed, per block index.  64
- * bits: flag values (epoch << 24 | step) keep growing, modulo 2^64, however
- * long a job runs; with 32 they went back to 0 after 2^32 calls, 3 hours
- * at 2.5 us a call, and a waiter took old flags for new ones.
+ * bits: flag values are epoch << 24 | step, compared modulo 2^64
+ * (wait_peers), so a flag reads as old while it is less than 2^39 calls
+ * behind: 16 days of back-to-back calls of 2.5 us for a block index no call
+ * used meanwhile.  With 32 bits, values went back to 0 after 2^32 calls, 3
+ * hours at that rate, and a waiter took old flags for new ones.
  */
 typedef struct {
     uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
@@ -114,7 +116,7 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
 #endif
 
 /* The fewest blocks of the LL (ll = 1) or push one-shot kernel, or of the
- * two-shot kernel, of any dtype that fit one SM; and the PTX architecture
+ * two-shot kernel, of any dtype (and for LL, op and packet format) that fit one SM; and the PTX architecture
  * the kernels were built from for this device (90 for sm_90), 0 if unknown. */
 int hiar_ipc_oneshot_per_sm(int ll);
 int hiar_ipc_twoshot_per_sm(void);

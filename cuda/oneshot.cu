@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     typename F::data mine = {};
     bool ok = true;
 
-    /* Push everything first; peers are read in rotated order to spread traffic.
+    /* Push everything first, to the peers in rotated order to spread traffic.
      * A thread's first packet (in most calls its only one) stays in registers
      * for the reduction: reloading it cost a memory round trip after the wait. */
     for (size_t i = first; i < packets; i += stride) {

@@ -196,7 +196,9 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  * calls cannot be captured in a CUDA graph (HIAR_INVALID_USAGE).
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
- * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.
+ * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.  A CUDA
+ * graph captured before does not ask: its replays after a timeout leave
+ * undefined results (check hiar_comm_get_async_error).
  */
 HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                       hiar_dtype_t dtype, hiar_op_t op, hiar_comm_t *comm,

@@ -285,41 +285,55 @@ static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
 }
 
 /*
- * Back-to-back calls whose dtype and size change every call, so that one
- * call's packets land where the last one's, of another format or size, were
- * (the LL kernel's buffers must be left clean by every reader).
+ * Call c of stress_mixed: its dtype, op and count.  Counts up to 40000
+ * elements (f32 and f64 reach the LL kernel's data-only packets) and, every
+ * 7th call, 300001: the push or two-shot kernel between LL calls.
+ */
+static void mixed_call(int c, hiar_dtype_t *t, hiar_op_t *op, size_t *count)
+{
+    static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_INT32, HIAR_BFLOAT16, HIAR_INT8, HIAR_FLOAT64};
+    *t = types[c % 5];
+    *op = (hiar_op_t)(c / 5 % HIAR_OP_COUNT);
+    *count = c % 7 == 6 ? 300001 : 1 + (size_t)c * 7919 % 40000;
+}
+
+/*
+ * Back-to-back calls whose dtype, op and size change every call, so that
+ * one call's packets land where the last one's, of another format or size,
+ * were (the LL kernel's buffers must be left clean by every reader).
  */
 static void stress_mixed(hiar_comm_t *comm, int calls)
 {
-    enum { N = 32, MAX_COUNT = 30000 };
-    static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_INT32, HIAR_BFLOAT16, HIAR_INT8, HIAR_FLOAT64};
-    void *in[N], *out[N], *host = malloc(MAX_COUNT * 8);
+    enum { N = 32, MAX_BYTES = 300001 * 8 };
+    void *in[N], *out[N], *host = malloc(MAX_BYTES);
+    hiar_dtype_t t;
+    hiar_op_t op;
+    size_t count;
     int ok = 1;
     char what[64];
 
     for (int k = 0; k < N; k++) {
-        CUDA_OK(cudaMalloc(&in[k], MAX_COUNT * 8));
-        CUDA_OK(cudaMalloc(&out[k], MAX_COUNT * 8));
+        CUDA_OK(cudaMalloc(&in[k], MAX_BYTES));
+        CUDA_OK(cudaMalloc(&out[k], MAX_BYTES));
     }
     for (int c = 0; c < calls && ok; c += N) {
         for (int k = 0; k < N; k++) {
-            hiar_dtype_t t = types[(c + k) % 5];
-            size_t count = 1 + (size_t)(c + k) * 7919 % MAX_COUNT;
-            fill(t, HIAR_SUM, host, count, c + k);
+            mixed_call(c + k, &t, &op, &count);
+            fill(t, op, host, count, c + k);
             CUDA_OK(cudaMemcpy(in[k], host, count * hiar_dtype_size(t), cudaMemcpyHostToDevice));
         }
-        for (int k = 0; k < N; k++)
-            ok &= hiar_allreduce(in[k], out[k], 1 + (size_t)(c + k) * 7919 % MAX_COUNT, types[(c + k) % 5],
-                                 HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+        for (int k = 0; k < N; k++) {
+            mixed_call(c + k, &t, &op, &count);
+            ok &= hiar_allreduce(in[k], out[k], count, t, op, comm, NULL) == HIAR_SUCCESS;
+        }
         CUDA_OK(cudaDeviceSynchronize());
         for (int k = 0; k < N; k++) {
-            hiar_dtype_t t = types[(c + k) % 5];
-            size_t count = 1 + (size_t)(c + k) * 7919 % MAX_COUNT;
+            mixed_call(c + k, &t, &op, &count);
             CUDA_OK(cudaMemcpy(host, out[k], count * hiar_dtype_size(t), cudaMemcpyDeviceToHost));
-            ok &= verify(t, HIAR_SUM, host, count, c + k);
+            ok &= verify(t, op, host, count, c + k);
         }
     }
-    snprintf(what, sizeof(what), "mixed stress %d calls, dtype and size changing", calls);
+    snprintf(what, sizeof(what), "mixed stress %d calls, dtype, op and size changing", calls);
     record(ok, what);
     for (int k = 0; k < N; k++) {
         cudaFree(in[k]);
@@ -329,45 +343,59 @@ static void stress_mixed(hiar_comm_t *comm, int calls)
 }
 
 /*
- * Element i of rank r for edge_values: *ones = 1 where its bits are all set
- * (a NaN in float types, -1 in signed integers), else v.
+ * The bits of element i of rank r in case `seed` of edge_values, into cell:
+ * all bits set (a NaN in float types, -1 in signed integers) on one rank,
+ * -0.0 everywhere, bit patterns that hold the mark in part (an f32 of
+ * 0x0000ffff, an f64 whose low word is all ones: denormals, so that sums
+ * are exact in any order, as over several groups), and small values.
  */
-static void edge_value(int r, size_t i, int *ones, double *v)
+static void edge_bits(hiar_dtype_t t, int r, size_t i, int seed, unsigned char *cell)
 {
     static const double zero = 0.0;
-    *ones = (i % 4 == 0 && r == 0) || (i % 4 == 2 && r == nranks - 1);
-    *v = i % 4 == 1 ? -zero : i % 4 == 3 ? (double)((r + i) % 3) : (double)(1 + i % 4 / 2);
+    static const uint32_t f32_part = 0x0000ffffu;
+    static const uint64_t f64_part = 0x00000000ffffffffull;
+    size_t es = hiar_dtype_size(t);
+
+    switch (i % 5) {
+    case 0:
+    case 2:
+        if (r == (i % 5 == 0 ? 0 : nranks - 1))
+            memset(cell, 0xff, es);
+        else
+            encode(t, cell, 0, 1 + (double)(i % 5));
+        return;
+    case 1: encode(t, cell, 0, -zero); return;
+    case 3:
+        if (t == HIAR_FLOAT32 || t == HIAR_FLOAT64) {
+            memcpy(cell, t == HIAR_FLOAT32 ? (const void *)&f32_part : (const void *)&f64_part, es);
+            return;
+        } /* fall through */
+    default: encode(t, cell, 0, (double)((r + i + (size_t)seed) % 3));
+    }
 }
 
 /* One case of edge_values: count elements at element offset off of the device buffers. */
-static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t count, size_t off, char *din,
-                      char *dout, unsigned char *host)
+static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t count, size_t off, int seed,
+                      char *din, char *dout, unsigned char *host)
 {
-    static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     size_t es = hiar_dtype_size(t), bad = 0;
     unsigned char cell[8];
     uint64_t h[2], lo, hi;
-    int ok, v_ones;
-    double v;
-    char what[96];
+    int ok;
+    char what[112];
 
-    for (size_t i = 0; i < count; i++) {
-        edge_value(rank, i, &v_ones, &v);
-        if (v_ones)
-            memset(host + i * es, 0xff, es);
-        else
-            encode(t, host, i, v);
-    }
+    for (size_t i = 0; i < count; i++)
+        edge_bits(t, rank, i, seed, host + i * es);
     CUDA_OK(cudaMemcpy(din + off * es, host, count * es, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dout, 0x5a, (count + off) * es)); /* an element left unwritten shows */
     ok = hiar_allreduce(din + off * es, dout + off * es, count, t, op, comm, NULL) == HIAR_SUCCESS;
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(host, dout + off * es, count * es, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < count; i++) {
         double want = 0, have = decode(t, host, i);
         for (int r = 0; r < nranks; r++) {
-            edge_value(r, i, &v_ones, &v);
-            encode(t, cell, 0, v); /* -0.0 is 0 in integers */
-            v = decode(t, v_ones ? ones : cell, 0);
+            edge_bits(t, r, i, seed, cell);
+            double v = decode(t, cell, 0);
             want = r == 0 ? v : op == HIAR_SUM ? want + v : (want > v || want != want) ? want : v;
         }
         if (!(isnan(want) ? isnan(have) : have == want && !signbit(have) == !signbit(want)) && bad++ < 3)
@@ -377,18 +405,19 @@ static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t co
     h[0] = h[1] = fnv(host, count * es);
     MPI_Allreduce(h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(h + 1, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    snprintf(what, sizeof(what), "all-bits-set and -0.0 elements, %s %s count %zu", hiar_dtype_name(t),
-             hiar_op_name(op), count);
+    snprintf(what, sizeof(what), "all-bits-set and -0.0 elements, %s %s count %zu offset %zu", hiar_dtype_name(t),
+             hiar_op_name(op), count, off);
     record(ok && bad == 0 && lo == hi, what);
 }
 
 /*
  * Values the LL kernel must carry through untouched: elements whose bits
- * are all set (its buffers' "nothing pending" mark) and -0.0.  The
- * reference reduces the same values in double; NaN must stay NaN, -0.0 keep
- * its sign, and every rank get the same bits.  Messages just below 2 KB and
- * just above 128 KB: both LL packet formats (on 8 ranks the larger goes
- * through the push kernel); odd offsets: the scalar path.
+ * are all set (its buffers' "nothing pending" mark), that hold it in part,
+ * and -0.0.  The reference reduces the same values in double; NaN must stay
+ * NaN, -0.0 keep its sign, and every rank get the same bits.  Messages just
+ * below 2 KB and just above 128 KB: both LL packet formats (on 8 ranks the
+ * larger goes through the push kernel); offsets 0 and 1: the vector and the
+ * scalar path.
  */
 static void edge_values(hiar_comm_t *comm)
 {
@@ -397,13 +426,15 @@ static void edge_values(hiar_comm_t *comm)
     enum { MAX_BYTES = 128 * 1024 + 64 };
     unsigned char *host = malloc(MAX_BYTES);
     char *din, *dout;
+    int seed = 0;
 
     CUDA_OK(cudaMalloc((void **)&din, MAX_BYTES + 8));
     CUDA_OK(cudaMalloc((void **)&dout, MAX_BYTES + 8));
     for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++)
-        for (int k = 0; k < 4; k++) {
-            size_t es = hiar_dtype_size(types[ti]), count = k < 2 ? 2000 / es - 1 : 128 * 1024 / es + 3;
-            edge_case(comm, types[ti], k % 2 ? HIAR_MAX : HIAR_SUM, count, ti % 2, din, dout, host);
+        for (int k = 0; k < 8; k++, seed++) {
+            size_t es = hiar_dtype_size(types[ti]), count = k < 4 ? 2000 / es - 1 : 128 * 1024 / es + 3;
+            edge_case(comm, types[ti], k % 2 ? HIAR_MAX : HIAR_SUM, count, (size_t)(k / 2 % 2), seed, din, dout,
+                      host);
         }
     cudaFree(din);
     cudaFree(dout);
