@@ -52,7 +52,7 @@ __device__ __forceinline__ uint4 ll_load(const uint4 *src)
 
 #define LL_SENTINEL 0xffffffffu
 
-/* Integer types: 8 data bytes and two flag words per packet. */
+/* Integer types, and messages below LL_DATA_ONLY_MIN: 8 data bytes and two flag words per packet. */
 struct ll_flagged {
     enum { DATA = 8 };
     typedef uint2 data;
@@ -128,7 +128,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
 
     /* Push everything first, to the peers in rotated order to spread traffic.
      * A thread's first packet (in most calls its only one) stays in registers
-     * for the reduction: reloading it cost a memory round trip after the wait. */
+     * for the reduction, which then loads nothing of its own after the wait
+     * (no difference measured on 2 H200, in CUDA graphs). */
     for (size_t i = first; i < packets; i += stride) {
         typename F::data d = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
         mine = i == first ? d : mine;
