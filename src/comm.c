@@ -343,6 +343,12 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
  * MPI_Allreduce would come back into hiar and give each of hiar's internal
  * communicators a hiar communicator of its own.
  */
+int hiar_mpi_all(MPI_Comm mpi, int cond)
+{
+    int all = 0;
+    return PMPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, mpi) == MPI_SUCCESS && all;
+}
+
 hiar_result_t hiar_comm_agree(hiar_comm_t *comm, hiar_result_t rc, const char *call)
 {
     int mine = rc, worst = rc;

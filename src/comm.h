@@ -65,6 +65,9 @@ size_t hiar_comm_hier_oneshot_max(const hiar_comm_t *comm);
  */
 hiar_result_t hiar_comm_agree(hiar_comm_t *comm, hiar_result_t rc, const char *call);
 
+/* Collective over mpi: 1 if cond holds on every rank (0 also if MPI fails). */
+int hiar_mpi_all(MPI_Comm mpi, int cond);
+
 /* Records a fatal error: later calls fail fast with HIAR_COMM_FAILED. */
 void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
 

@@ -49,14 +49,6 @@ static hiar_window_group_t window_group(const hiar_devcomm_t *dev)
     return g;
 }
 
-/* 1 if cond holds on every rank of the group. */
-static int group_all(const hiar_devcomm_t *dev, int cond)
-{
-    int all = 0;
-    PMPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, dev->group_comm);
-    return all;
-}
-
 /* Steps that need every peer's memory mapped are separated by group barriers. */
 static void ipc_teardown(hiar_devcomm_t *dev, int collective)
 {
@@ -84,7 +76,7 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
     ok = all && hiar_ipc_create(dev->local, dev->local_size, dev->slot_bytes,
                                 (int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &dev->ipc,
                                 handle) == HIAR_SUCCESS;
-    if (!group_all(dev, ok)) {
+    if (!hiar_mpi_all(dev->group_comm, ok)) {
         snprintf(dev->why, sizeof(dev->why), "staged through host memory: IPC buffers could not be allocated (%s)",
                  ok ? "on another rank" : hiar_last_error());
         free(all);
@@ -97,11 +89,11 @@ static void ipc_setup(const hiar_comm_t *comm, hiar_devcomm_t *dev)
                   dev->group_comm);
     ok = hiar_ipc_open(dev->ipc, all) == HIAR_SUCCESS;
     free(all);
-    if (group_all(dev, ok)) {
+    if (hiar_mpi_all(dev->group_comm, ok)) {
         ok = hiar_ipc_probe_write(dev->ipc, PROBE_TOKEN) == HIAR_SUCCESS;
         MPI_Barrier(dev->group_comm);
         ok = ok && hiar_ipc_probe_check(dev->ipc, PROBE_TOKEN, &pass) == HIAR_SUCCESS && pass;
-        if (group_all(dev, ok)) {
+        if (hiar_mpi_all(dev->group_comm, ok)) {
             snprintf(dev->why, sizeof(dev->why), "ipc (P2P verified by a write and read-back between every pair)");
             return;
         }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm.h"
 #include "error.h"
 #include "window.h"
 
@@ -20,12 +21,6 @@ typedef struct {
     uint64_t offset, bytes;
     int32_t index, pad;
 } offer_t;
-
-static int group_all(const hiar_window_group_t *g, int ok)
-{
-    int all = 0;
-    return PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, g->comm) == MPI_SUCCESS && all;
-}
 
 static int free_entry(hiar_windows_t *ws)
 {
@@ -91,7 +86,7 @@ hiar_result_t hiar_windows_add(hiar_windows_t *ws, const hiar_window_group_t *g,
         rc = hiar_error_set(HIAR_NO_MEMORY, "hiar_mem_register: cannot grow the table of registered memory");
     else /* without IPC too: what can be registered must not depend on the grouping */
         rc = hiar_cuda_export(ptr, bytes, mine.handle, &offset);
-    if (g->ipc && !group_all(g, rc == HIAR_SUCCESS)) {
+    if (g->ipc && !hiar_mpi_all(g->comm, rc == HIAR_SUCCESS)) {
         free(all);
         return failed_elsewhere(rc);
     }
@@ -110,7 +105,7 @@ hiar_result_t hiar_windows_add(hiar_windows_t *ws, const hiar_window_group_t *g,
     else
         rc = map_all(w, g, all, i);
     free(all);
-    if (!group_all(g, rc == HIAR_SUCCESS)) {
+    if (!hiar_mpi_all(g->comm, rc == HIAR_SUCCESS)) {
         unmap(w, g->device);
         memset(w, 0, sizeof(*w));
         return failed_elsewhere(rc);
