@@ -23,6 +23,9 @@ hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
 /* CUDA's UUID of device (the MIG instance's under MIG); left zero if CUDA cannot say. */
 void hiar_cuda_device_uuid(int device, unsigned char uuid[16]);
 
+/* Makes device current; returns the device that was, to give back with cudaSetDevice. */
+int hiar_cuda_use_device(int device);
+
 /* Waits for all work on device (then its buffers can be freed); the current device stays. */
 void hiar_cuda_device_sync(int device);
 

@@ -58,14 +58,21 @@ extern "C" void hiar_cuda_device_uuid(int device, unsigned char uuid[16])
     cudaGetLastError();
 }
 
+extern "C" int hiar_cuda_use_device(int device)
+{
+    int current = device;
+
+    if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess)
+        cudaGetLastError();
+    return current;
+}
+
 extern "C" void hiar_cuda_device_sync(int device)
 {
-    int current = -1;
+    int was = hiar_cuda_use_device(device);
 
-    if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(device) == cudaSuccess) {
-        cudaDeviceSynchronize();
-        cudaSetDevice(current);
-    }
+    cudaDeviceSynchronize();
+    cudaSetDevice(was);
     cudaGetLastError();
 }
 

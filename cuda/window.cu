@@ -9,19 +9,9 @@
 #include "error.h"
 #include "kernels.h"
 
-/* Makes device current; returns the device that was, to give back with cudaSetDevice. */
-static int use_device(int device)
-{
-    int current = device;
-
-    if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess)
-        cudaGetLastError();
-    return current;
-}
-
 extern "C" hiar_result_t hiar_cuda_mem_alloc(int device, size_t bytes, void **ptr)
 {
-    int was = use_device(device);
+    int was = hiar_cuda_use_device(device);
     cudaError_t err = cudaMalloc(ptr, bytes);
 
     cudaSetDevice(was);
@@ -97,7 +87,7 @@ extern "C" hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HI
 {
     cudaIpcMemHandle_t h;
     cudaError_t err;
-    int was = use_device(device);
+    int was = hiar_cuda_use_device(device);
 
     memcpy(&h, handle, sizeof(h));
     err = cudaIpcOpenMemHandle((void **)base, h, cudaIpcMemLazyEnablePeerAccess);
@@ -112,7 +102,7 @@ extern "C" hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HI
 
 void hiar_cuda_unmap(int device, char *base)
 {
-    int was = use_device(device);
+    int was = hiar_cuda_use_device(device);
 
     if (cudaIpcCloseMemHandle(base) != cudaSuccess)
         cudaGetLastError();
