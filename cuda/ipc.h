@@ -116,8 +116,9 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
 #endif
 
 /* The fewest blocks of the LL (ll = 1) or push one-shot kernel, or of the
- * two-shot kernel, of any dtype (and for LL, op and packet format) that fit one SM; and the PTX architecture
- * the kernels were built from for this device (90 for sm_90), 0 if unknown. */
+ * two-shot kernel, of any dtype (and for LL, op and packet format) that fit
+ * one SM; and the PTX architecture the kernels were built from for this
+ * device (90 for sm_90), 0 if unknown. */
 int hiar_ipc_oneshot_per_sm(int ll);
 int hiar_ipc_twoshot_per_sm(void);
 int hiar_ipc_ptx_version(void);
