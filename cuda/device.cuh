@@ -103,11 +103,12 @@ template <int OP> struct hiar_op_tag {
 };
 
 /*
- * Calls f with hiar_op_tag<op> (HIAR_AVG as HIAR_SUM: the divisor makes the
- * average).  Where latency counts, the op is a constant of the kernel: with
- * a switch per element on an argument, 1-64 KB took 0.1-0.2 us longer
- * through the LL kernel on 2 H200 in CUDA graphs (16 KB 2.75 against 2.57
- * in one build with both; 2.55-2.56 with this one).
+ * Calls f with hiar_op_tag<op>.  Where latency counts, the op is a constant
+ * of the kernel: with a switch per element on an argument, 1-64 KB took
+ * 0.1-0.2 us longer through the LL kernel on 2 H200 in CUDA graphs (16 KB
+ * 2.75 against 2.57 in one build with both).  HIAR_AVG folds as a sum
+ * (op_apply) but is a tag of its own, so that only its kernels test the
+ * divisor: 16 KB 2.52-2.56 with AVG as SUM, 2.46-2.50 without.
  */
 template <typename F> static cudaError_t hiar_dispatch_op(hiar_op_t op, F f)
 {
@@ -115,6 +116,7 @@ template <typename F> static cudaError_t hiar_dispatch_op(hiar_op_t op, F f)
     case HIAR_PROD: return f(hiar_op_tag<HIAR_PROD>());
     case HIAR_MIN: return f(hiar_op_tag<HIAR_MIN>());
     case HIAR_MAX: return f(hiar_op_tag<HIAR_MAX>());
+    case HIAR_AVG: return f(hiar_op_tag<HIAR_AVG>());
     default: return f(hiar_op_tag<HIAR_SUM>());
     }
 }
