@@ -241,20 +241,6 @@ static hiar_result_t run_host(hiar_comm_t *comm, hiar_plan_t path, const void *s
 }
 
 #ifdef HIAR_HAVE_CUDA
-/* Device calls off the IPC kernels wait on the host (MPI, copies): no graph capture. */
-static hiar_result_t not_capturing(hiar_stream_t stream)
-{
-    int capturing;
-
-    HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
-    if (capturing)
-        return hiar_error_set(HIAR_INVALID_USAGE,
-                              "hiar_allreduce: device buffers that go through the host (several groups of "
-                              "GPUs, or a group without CUDA IPC) wait for MPI or copies on the host and "
-                              "cannot be captured in a CUDA graph (one group with IPC can)");
-    return HIAR_SUCCESS;
-}
-
 /*
  * Device buffers the IPC kernels cannot serve: chunk by chunk through a
  * pinned host buffer and the host path.  Every rank cuts the same chunks.
@@ -297,8 +283,6 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
         return hiar_devcomm_ipc_allreduce(comm->dev, kernels[path - HIAR_PLAN_IPC_LL], sendbuf, recvbuf,
                                           count, dtype, op, op == HIAR_AVG ? comm->size : 0, stream);
     }
-    if (device)
-        HIAR_CHECK(not_capturing(stream));
     if (device && path == HIAR_PLAN_HIER && bytes > HIAR_DEVICE_HIER_MIN && hiar_devcomm_hier_ready(comm->dev))
         return hiar_devcomm_hier_allreduce(comm, comm->dev, sendbuf, recvbuf, count, dtype, op, stream);
     /* The rest goes through host memory, so along the host grouping; small
@@ -310,6 +294,29 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
     (void)stream;
 #endif
     return run_host(comm, path, sendbuf, recvbuf, count, dtype, op);
+}
+
+/*
+ * Device calls off the IPC kernels wait on the host (MPI, copies): no graph
+ * capture.  Checked with the arguments, before anything is sent, so that a
+ * refused call leaves the comm usable (eager calls, say).
+ */
+static hiar_result_t capturable(const hiar_comm_t *comm, size_t bytes, int device, hiar_stream_t stream)
+{
+#ifdef HIAR_HAVE_CUDA
+    int capturing = 0;
+
+    if (device && plan(comm, bytes, device) < HIAR_PLAN_IPC_LL)
+        HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
+    if (capturing)
+        return hiar_error_set(HIAR_INVALID_USAGE,
+                              "hiar_allreduce: device buffers that go through the host (several groups of "
+                              "GPUs, or a group without CUDA IPC) wait for MPI or copies on the host and "
+                              "cannot be captured in a CUDA graph (one group with IPC can)");
+#else
+    (void)comm, (void)bytes, (void)device, (void)stream;
+#endif
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
@@ -324,6 +331,8 @@ hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, h
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_allreduce"));
     if (rc == HIAR_SUCCESS && count > 0)
         rc = on_device(sendbuf, recvbuf, &device);
+    if (rc == HIAR_SUCCESS && count > 0)
+        rc = capturable(comm, count * hiar_dtype_size(dtype), device, stream);
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, count, dtype, op, device, rc);
     if (rc == HIAR_SUCCESS && count > 0) {

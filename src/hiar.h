@@ -193,7 +193,8 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  * kernel) on `stream`: wait for the stream before reading recvbuf, as with
  * one group, and issue the comm's calls on one stream (the next call reuses
  * pinned buffers that copies left on the stream may still read).  These
- * calls cannot be captured in a CUDA graph (HIAR_INVALID_USAGE).
+ * calls cannot be captured in a CUDA graph: HIAR_INVALID_USAGE, before
+ * anything is sent, and the communicator stays usable.
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
  * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.  A CUDA

@@ -548,6 +548,31 @@ static void mem_api(hiar_comm_t *comm)
     cudaFree(big);
 }
 
+/* Over several groups a call waits on the host: capture is refused before
+ * anything is sent (on every rank alike), and the comm still works after. */
+static void capture_refused(hiar_comm_t *comm)
+{
+    enum { COUNT = 1000 };
+    float *in, *out;
+    cudaStream_t s;
+    cudaGraph_t g;
+    int ok;
+
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc((void **)&in, COUNT * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&out, COUNT * sizeof(float)));
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    ok = expect("capture over several groups", hiar_allreduce(in, out, COUNT, HIAR_FLOAT32, HIAR_SUM, comm, s),
+                HIAR_INVALID_USAGE);
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    cudaGraphDestroy(g);
+    ok &= reduce_into(comm, out, COUNT);
+    record(ok, "capture over several groups refused, the comm still usable");
+    cudaFree(in);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+}
+
 /* Rank 1 skips a call: the others' kernels give up after HIAR_TIMEOUT_MS. */
 static void timeout(void)
 {
@@ -630,6 +655,8 @@ int main(int argc, char **argv)
     if (!getenv("HIAR_GROUPS")) {
         graph(comm, HIAR_FLOAT32, 1000);
         graph(comm, HIAR_BFLOAT16, 1 << 20);
+    } else if (strchr(getenv("HIAR_GROUPS"), '|')) {
+        capture_refused(comm);
     }
     hiar_comm_destroy(comm);
     /* Small slots: two-shot in many chunks. */
