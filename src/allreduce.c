@@ -268,15 +268,14 @@ static hiar_result_t run_staged(hiar_comm_t *comm, hiar_plan_t path, const void 
 }
 #endif
 
-static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+static hiar_result_t run(hiar_comm_t *comm, hiar_plan_t path, const void *sendbuf, void *recvbuf, size_t count,
                          hiar_dtype_t dtype, hiar_op_t op, int device, hiar_stream_t stream)
 {
-    size_t bytes = count * hiar_dtype_size(dtype);
-    hiar_plan_t path = plan(comm, bytes, device);
-
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", count, hiar_dtype_name(dtype),
                hiar_op_name(op), device ? "device" : "host", hiar_plan_name(path));
 #ifdef HIAR_HAVE_CUDA
+    size_t bytes = count * hiar_dtype_size(dtype);
+
     if (path >= HIAR_PLAN_IPC_LL) {
         static const hiar_ipc_kernel_t kernels[] = {HIAR_IPC_LL, HIAR_IPC_PUSH, HIAR_IPC_TWOSHOT};
         HIAR_CHECK(hiar_devcomm_status(comm->dev));
@@ -301,12 +300,12 @@ static hiar_result_t run(hiar_comm_t *comm, const void *sendbuf, void *recvbuf, 
  * capture.  Checked with the arguments, before anything is sent, so that a
  * refused call leaves the comm usable (eager calls, say).
  */
-static hiar_result_t capturable(const hiar_comm_t *comm, size_t bytes, int device, hiar_stream_t stream)
+static hiar_result_t capturable(hiar_plan_t path, int device, hiar_stream_t stream)
 {
 #ifdef HIAR_HAVE_CUDA
     int capturing = 0;
 
-    if (device && plan(comm, bytes, device) < HIAR_PLAN_IPC_LL)
+    if (device && path < HIAR_PLAN_IPC_LL)
         HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
     if (capturing)
         return hiar_error_set(HIAR_INVALID_USAGE,
@@ -314,7 +313,7 @@ static hiar_result_t capturable(const hiar_comm_t *comm, size_t bytes, int devic
                               "GPUs, or a group without CUDA IPC) wait for MPI or copies on the host and "
                               "cannot be captured in a CUDA graph (one group with IPC can)");
 #else
-    (void)comm, (void)bytes, (void)device, (void)stream;
+    (void)path, (void)device, (void)stream;
 #endif
     return HIAR_SUCCESS;
 }
@@ -324,6 +323,7 @@ hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, h
 {
     hiar_result_t rc = check_args(sendbuf, recvbuf, count, dtype, op);
     int device = 0;
+    hiar_plan_t path = HIAR_PLAN_MPI; /* chosen below for a call that runs */
 
     /* With HIAR_CHECK=global a local failure is shared with the peers. */
     if (rc != HIAR_SUCCESS && !hiar_comm_checks_globally(comm))
@@ -331,12 +331,14 @@ hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, h
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_allreduce"));
     if (rc == HIAR_SUCCESS && count > 0)
         rc = on_device(sendbuf, recvbuf, &device);
-    if (rc == HIAR_SUCCESS && count > 0)
-        rc = capturable(comm, count * hiar_dtype_size(dtype), device, stream);
+    if (rc == HIAR_SUCCESS && count > 0) {
+        path = plan(comm, count * hiar_dtype_size(dtype), device);
+        rc = capturable(path, device, stream);
+    }
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, count, dtype, op, device, rc);
     if (rc == HIAR_SUCCESS && count > 0) {
-        rc = run(comm, sendbuf, recvbuf, count, dtype, op, device, stream);
+        rc = run(comm, path, sendbuf, recvbuf, count, dtype, op, device, stream);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }
