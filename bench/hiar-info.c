@@ -18,13 +18,13 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "error.h"
+#include "base/error.h"
 #include "hiar.h"
 #ifdef HIAR_HAVE_CUDA
-#include "nvml.h"
+#include "topo/nvml.h"
 #endif
-#include "param.h"
-#include "topo.h"
+#include "base/param.h"
+#include "topo/topo.h"
 
 #ifndef HIAR_CUDA_ARCHS
 #define HIAR_CUDA_ARCHS ""

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "ipc.h"
-#include "kernels.h"
+#include "cuda/api.h"
 
 struct hiar_ipc {
     hiar_ipc_args_t args;         /* what the kernels get; base[me] is own */

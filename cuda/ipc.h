@@ -25,7 +25,7 @@
 #include <cuda_runtime.h>
 
 #include "hiar.h"
-#include "kernels.h"
+#include "cuda/api.h"
 
 #define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
 /* Blocks of a kernel: one-shot kernels use up to 128 (one per SM), two-shot

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
-#include "kernels.h"
+#include "base/error.h"
+#include "cuda/api.h"
 
 /* Asked once per process: without a usable GPU no pointer is device memory,
  * and a failing runtime call per allreduce would cost more than the call. */

@@ -41,14 +41,14 @@
 
 #include <mpi.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hiar.h"
-#include "log.h"
-#include "param.h"
+#include "base/log.h"
+#include "base/param.h"
 #ifdef HIAR_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels.h"
+#include "cuda/api.h"
 #endif
 
 /* The only symbols libhiar_mpi.so exports (the link keeps ^MPI_ only). */

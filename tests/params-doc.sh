@@ -1,11 +1,11 @@
 #!/bin/sh
-# src/params.def and the table of doc/params.md list the same parameters with
+# src/base/params.def and the table of doc/params.md list the same parameters with
 # the same type and default.  A row looks like
 #     | `HIAR_DEBUG` | enum | `WARN` | Log level ... |
 # (backticks optional; an empty default may be written "", "(empty)" or "-").
 # Exit 1 listing every difference.
 srcdir=${srcdir:-.}
-def="$srcdir/src/params.def"
+def="$srcdir/src/base/params.def"
 doc="$srcdir/doc/params.md"
 for f in "$def" "$doc"; do
     if [ ! -r "$f" ]; then
@@ -47,11 +47,11 @@ cut -d'|' -f1 "$tmp/def" | sort >"$tmp/def.names"
 cut -d'|' -f1 "$tmp/doc" | sort >"$tmp/doc.names"
 status=0
 for name in $(comm -23 "$tmp/def.names" "$tmp/doc.names" | uniq); do
-    echo "FAIL: $name is in src/params.def but has no row in doc/params.md"
+    echo "FAIL: $name is in src/base/params.def but has no row in doc/params.md"
     status=1
 done
 for name in $(comm -13 "$tmp/def.names" "$tmp/doc.names" | uniq); do
-    echo "FAIL: doc/params.md has a row for $name, which src/params.def does not define"
+    echo "FAIL: doc/params.md has a row for $name, which src/base/params.def does not define"
     status=1
 done
 for name in $(sort -u "$tmp/doc.names" | comm -12 "$tmp/def.names" -); do
@@ -63,11 +63,11 @@ for name in $(sort -u "$tmp/doc.names" | comm -12 "$tmp/def.names" -); do
     want=$(grep "^$name|" "$tmp/def")
     got=$(grep "^$name|" "$tmp/doc")
     if [ "$want" != "$got" ]; then
-        echo "FAIL: $name: doc/params.md says type|default '${got#*|}', src/params.def '${want#*|}'"
+        echo "FAIL: $name: doc/params.md says type|default '${got#*|}', src/base/params.def '${want#*|}'"
         status=1
     fi
 done
 if [ $status -eq 0 ]; then
-    echo "PASS: $(wc -l <"$tmp/def") parameters, the same in src/params.def and doc/params.md"
+    echo "PASS: $(wc -l <"$tmp/def") parameters, the same in src/base/params.def and doc/params.md"
 fi
 exit $status

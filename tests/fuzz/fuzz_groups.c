@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "topo.h"
+#include "topo/topo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "pcitopo.h"
+#include "topo/pci.h"
 
 /* Entries written per input, and the longest rel path: enough for the deepest fixture. */
 #define MAX_ENTRIES 64

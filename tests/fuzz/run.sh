@@ -37,14 +37,14 @@ mpi_cflags=$(mpicc --showme:compile 2>/dev/null) || mpi_cflags=
 mpi_libs=$(mpicc --showme:link 2>/dev/null) || mpi_libs=-lmpi
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Wall -Wextra -Werror -I$src/src -I$src/tests/fuzz $mpi_cflags"
-common="$src/src/error.c $src/src/log.c $src/src/param.c"
+common="$src/src/base/error.c $src/src/base/log.c $src/src/base/param.c"
 declare -A sources=(
     [fuzz_params]="$common"
-    [fuzz_groups]="$common $src/src/topo_*.c $src/src/topotable.c $src/src/pcitopo.c"
-    [fuzz_sysfs]="$common $src/src/pcitopo.c"
+    [fuzz_groups]="$common $(ls $src/src/topo/*.c | grep -v nvml.c | tr "\n" " ")"
+    [fuzz_sysfs]="$common $src/src/topo/pci.c"
 )
 # The parameter names, from the one list of them.
-sed -n 's/^HIAR_PARAM(\([A-Z_]*\),.*/"HIAR_\1="/p' "$src/src/params.def" >"$work/fuzz_params.dict"
+sed -n 's/^HIAR_PARAM(\([A-Z_]*\),.*/"HIAR_\1="/p' "$src/src/base/params.def" >"$work/fuzz_params.dict"
 printf '%s\n' '";"' '"="' '"K"' '"M"' '"G"' '"iB"' '"auto"' '"global"' '"TRACE"' '"^"' >>"$work/fuzz_params.dict"
 cp "$src/tests/fuzz/groups.dict" "$work/fuzz_groups.dict"
 cp "$src/tests/fuzz/sysfs.dict" "$work/fuzz_sysfs.dict"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "pcitopo_fixture.h"
 
 /* The fixture tree of a machine; srcdir comes from the automake test harness. */

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-#include "pcitopo.h"
-#include "topo.h"
+#include "topo/pci.h"
+#include "topo/topo.h"
 
 /* The fixture tree of a machine; srcdir comes from the automake test harness. */
 void fixture_root(const char *machine, char *root, size_t len);

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* The result names, written out here rather than taken from HIAR_RESULT_MAP. */
 static const struct {

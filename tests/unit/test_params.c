@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "param.h"
+#include "base/error.h"
+#include "base/param.h"
 
 extern char **environ;
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "param.h"
+#include "base/error.h"
+#include "base/param.h"
 #include "pcitopo_fixture.h"
 
 /* ---- every machine at every level */

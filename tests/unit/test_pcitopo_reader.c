@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "pcitopo_fixture.h"
 
 Test(pcitopo, path_names_the_switches)

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "param.h"
+#include "base/error.h"
+#include "base/param.h"
 #include "pcitopo_fixture.h"
 
 /* ---- explicit groups, formatting, the table */

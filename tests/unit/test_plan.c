@@ -8,10 +8,10 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../cuda/kernels.h"
-#include "param.h"
-#include "plan.h"
-#include "shard.h"
+#include "cuda/api.h"
+#include "base/param.h"
+#include "core/plan.h"
+#include "base/range.h"
 
 #define K ((size_t)1024)
 #define M (K * K)

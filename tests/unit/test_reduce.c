@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce.h"
+#include "base/reduce.h"
 
 static const size_t counts[] = {1, 7, 255, 256, 257, 1000};
 static const int nsrcs[] = {1, 2, 3, 5, 8};

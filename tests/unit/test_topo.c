@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "error.h"
-#include "topo.h"
+#include "base/error.h"
+#include "topo/topo.h"
 
 /* The grouping as HIAR_GROUPS would write it, e.g. "0,1|2,3", from the raw arrays. */
 static void format_groups(const hiar_grouping_t *g, char *out, size_t len)

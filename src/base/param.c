@@ -1,0 +1,218 @@
+/* Parsing of the parameters listed in params.def. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/param.h"
+
+extern char **environ;
+
+const hiar_param_info_t hiar_param_table[HIAR_PARAM_COUNT] = {
+#define HIAR_PARAM(name, type, def, choices, doc) {"HIAR_" #name, HIAR_PTYPE_##type, def, choices, doc},
+#include "params.def"
+#undef HIAR_PARAM
+};
+
+const char *hiar_param_source_name(hiar_param_source_t src)
+{
+    static const char *const names[] = {"default", "environment", "config"};
+    return names[src];
+}
+
+const char *hiar_param_type_name(hiar_param_type_t type)
+{
+    static const char *const names[] = {"string", "enum", "size", "int", "bool"};
+    return names[type];
+}
+
+int hiar_param_find(const char *name)
+{
+    for (int i = 0; i < HIAR_PARAM_COUNT; i++)
+        if (strcmp(hiar_param_table[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Index of text among the '|'-separated choices, ignoring case; -1 if absent. */
+static int choice_index(const char *choices, const char *text)
+{
+    size_t len = strlen(text);
+    int index = 0;
+
+    for (const char *c = choices; *c; index++) {
+        size_t n = strcspn(c, "|");
+        if (n == len && strncasecmp(c, text, n) == 0)
+            return index;
+        c += n + (c[n] == '|');
+    }
+    return -1;
+}
+
+/* Whole non-negative decimal with an optional K/M/G (x1024) suffix. */
+static int parse_number(const char *text, int allow_suffix, long long *num)
+{
+    char *end;
+    unsigned long long value;
+    unsigned shift = 0;
+
+    if (!isdigit((unsigned char)text[0]))
+        return -1;
+    errno = 0;
+    value = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    if (allow_suffix && *end) {
+        const char *units = "KMG";
+        const char *u = strchr(units, toupper((unsigned char)*end));
+        if (!u)
+            return -1;
+        shift = 10 * (unsigned)(u - units + 1);
+        end++;
+        if (strcasecmp(end, "B") == 0 || strcasecmp(end, "iB") == 0)
+            end += strlen(end);
+    }
+    if (*end || value > ((unsigned long long)LLONG_MAX >> shift))
+        return -1;
+    *num = (long long)(value << shift);
+    return 0;
+}
+
+hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *num)
+{
+    const hiar_param_info_t *info = &hiar_param_table[id];
+    long long value = 0;
+    int ok = 0;
+
+    switch (info->type) {
+    case HIAR_PTYPE_STR:
+        ok = 1;
+        break;
+    case HIAR_PTYPE_ENUM:
+        value = choice_index(info->choices, text);
+        ok = value >= 0;
+        break;
+    case HIAR_PTYPE_SIZE:
+        ok = parse_number(text, 1, &value) == 0;
+        break;
+    case HIAR_PTYPE_INT:
+        ok = parse_number(text, 0, &value) == 0 && value <= INT_MAX;
+        break;
+    case HIAR_PTYPE_BOOL:
+        ok = parse_number(text, 0, &value) == 0 && value <= 1;
+        break;
+    }
+    if (!ok) {
+        static const char *const expected[] = {
+            "text", "one of %s", "a size in bytes such as 65536, 64K, 4M or 1G",
+            "a non-negative integer", "0 or 1"};
+        char what[256];
+        snprintf(what, sizeof(what), expected[info->type], info->choices);
+        return hiar_error_set(HIAR_INVALID_ARGUMENT, "%s=\"%s\" is invalid: expected %s", info->name,
+                              text, what);
+    }
+    *num = value;
+    return HIAR_SUCCESS;
+}
+
+static hiar_result_t param_set(hiar_params_t *p, hiar_param_id_t id, const char *text,
+                               hiar_param_source_t src)
+{
+    long long num;
+    char *copy;
+
+    HIAR_CHECK(hiar_param_parse(id, text, &num));
+    copy = strdup(text);
+    if (!copy)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot copy the value of %s", hiar_param_table[id].name);
+    free(p->v[id].text);
+    p->v[id] = (hiar_param_value_t){copy, num, src};
+    return HIAR_SUCCESS;
+}
+
+/* Warn about HIAR_* variables that name no parameter: usually a typo. */
+static void warn_unknown_env(void)
+{
+    for (char **e = environ; e && *e; e++) {
+        char name[128];
+        size_t n = strcspn(*e, "=");
+        if (strncmp(*e, "HIAR_", 5) != 0 || n >= sizeof(name))
+            continue;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        if (hiar_param_find(name) < 0 && strncmp(name, "HIAR_TEST", 9) != 0)
+            HIAR_WARN(INIT, "%s is not a hiar parameter and is ignored (hiar-info --params lists them)",
+                      name);
+    }
+}
+
+static hiar_result_t apply_settings(hiar_params_t *p, const char *settings)
+{
+    char *copy = strdup(settings), *save = NULL;
+    hiar_result_t rc = HIAR_SUCCESS;
+
+    if (!copy)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot copy the config settings");
+    for (char *item = strtok_r(copy, ";\n", &save); item; item = strtok_r(NULL, ";\n", &save)) {
+        char *eq = strchr(item, '=');
+        int id;
+        while (isspace((unsigned char)*item))
+            item++;
+        if (!*item)
+            continue;
+        if (!eq) {
+            rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
+                                "config setting \"%s\" is invalid: expected NAME=value", item);
+            break;
+        }
+        *eq = '\0';
+        id = hiar_param_find(item);
+        if (id < 0) {
+            rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
+                                "config setting names %s, which is not a hiar parameter", item);
+            break;
+        }
+        rc = param_set(p, (hiar_param_id_t)id, eq + 1, HIAR_SRC_CONFIG);
+        if (rc != HIAR_SUCCESS)
+            break;
+    }
+    free(copy);
+    return rc;
+}
+
+hiar_result_t hiar_params_load(hiar_params_t *p, const char *settings)
+{
+    hiar_result_t rc;
+
+    memset(p, 0, sizeof(*p));
+    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
+        HIAR_CHECK_GOTO(param_set(p, (hiar_param_id_t)i, hiar_param_table[i].def, HIAR_SRC_DEFAULT),
+                        rc, err_free);
+    }
+    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
+        const char *env = getenv(hiar_param_table[i].name);
+        if (env && param_set(p, (hiar_param_id_t)i, env, HIAR_SRC_ENV) != HIAR_SUCCESS)
+            HIAR_WARN(INIT, "%s; using the default \"%s\"", hiar_last_error(),
+                      hiar_param_table[i].def);
+    }
+    warn_unknown_env();
+    if (settings)
+        HIAR_CHECK_GOTO(apply_settings(p, settings), rc, err_free);
+    return HIAR_SUCCESS;
+
+err_free:
+    hiar_params_free(p);
+    return rc;
+}
+
+void hiar_params_free(hiar_params_t *p)
+{
+    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
+        free(p->v[i].text);
+        p->v[i].text = NULL;
+    }
+}

