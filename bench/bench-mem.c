@@ -11,7 +11,7 @@
 
 #ifdef HIAR_HAVE_CUDA
 /* One GPU per rank: the rank's index on its host, round robin over the host's GPUs. */
-void device_setup(bench_t *b)
+void bench_device_setup(bench_t *b)
 {
     MPI_Comm local;
     int local_rank, ngpu;
@@ -29,7 +29,7 @@ void device_setup(bench_t *b)
  * GPU memory in device mode, or, with `host`, pinned host memory there, so
  * that MPI's staging copies run as fast as a careful user's would.
  */
-void *alloc(const bench_t *b, size_t bytes, int host)
+void *bench_alloc(const bench_t *b, size_t bytes, int host)
 {
     void *p = NULL;
 
@@ -43,11 +43,11 @@ void *alloc(const bench_t *b, size_t bytes, int host)
     (void)host;
 #endif
     if (!(p = malloc(bytes)))
-        die("cannot allocate %zu bytes", bytes);
+        bench_die("cannot allocate %zu bytes", bytes);
     return p;
 }
 
-void release(const bench_t *b, void *p, int host)
+void bench_release(const bench_t *b, void *p, int host)
 {
 #ifdef HIAR_HAVE_CUDA
     if (b->device) {
@@ -66,7 +66,7 @@ void release(const bench_t *b, void *p, int host)
 
 /* ---- host <-> benchmark buffers */
 
-void stream_sync(const bench_t *b)
+void bench_stream_sync(const bench_t *b)
 {
 #ifdef HIAR_HAVE_CUDA
     if (b->device)
@@ -77,12 +77,12 @@ void stream_sync(const bench_t *b)
 }
 
 /* memcpy that also reaches GPU memory; complete on return. */
-void copy(const bench_t *b, void *dst, const void *src, size_t bytes)
+void bench_copy(const bench_t *b, void *dst, const void *src, size_t bytes)
 {
 #ifdef HIAR_HAVE_CUDA
     if (b->device) {
         CUDA_DIE(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, b->stream));
-        stream_sync(b);
+        bench_stream_sync(b);
         return;
     }
 #else
@@ -91,12 +91,12 @@ void copy(const bench_t *b, void *dst, const void *src, size_t bytes)
     memcpy(dst, src, bytes);
 }
 
-void poison(const bench_t *b, void *buf, size_t bytes)
+void bench_poison(const bench_t *b, void *buf, size_t bytes)
 {
 #ifdef HIAR_HAVE_CUDA
     if (b->device) {
         CUDA_DIE(cudaMemsetAsync(buf, POISON, bytes, b->stream));
-        stream_sync(b);
+        bench_stream_sync(b);
         return;
     }
 #else

@@ -1,7 +1,7 @@
 /*
  * Where hiar-bench's buffers live: GPU memory in device mode, host memory
  * otherwise.  Each call hides which; copies and fills are complete on return.
- * CUDA failures end the job (die).
+ * CUDA failures end the job (bench_die).
  */
 #ifndef BENCH_MEM_H
 #define BENCH_MEM_H
@@ -11,12 +11,12 @@
 #include "bench.h"
 
 #ifdef HIAR_HAVE_CUDA
-void device_setup(bench_t *b);
+void bench_device_setup(bench_t *b);
 #endif
-void *alloc(const bench_t *b, size_t bytes, int host);
-void release(const bench_t *b, void *p, int host);
-void stream_sync(const bench_t *b);
-void copy(const bench_t *b, void *dst, const void *src, size_t bytes);
-void poison(const bench_t *b, void *buf, size_t bytes);
+void *bench_alloc(const bench_t *b, size_t bytes, int host);
+void bench_release(const bench_t *b, void *p, int host);
+void bench_stream_sync(const bench_t *b);
+void bench_copy(const bench_t *b, void *dst, const void *src, size_t bytes);
+void bench_poison(const bench_t *b, void *buf, size_t bytes);
 
 #endif

@@ -68,7 +68,7 @@ static int mpi_cuda_aware(void)
 #endif
 }
 
-void mpi_setup(bench_t *b)
+void bench_mpi_setup(bench_t *b)
 {
     hiar_dtype_t dtype = b->opt.dtype;
     hiar_op_t op = b->opt.op == HIAR_AVG ? HIAR_SUM : b->opt.op;
@@ -121,7 +121,7 @@ static void mpi_range(bench_t *b, MPI_Comm comm, size_t first, size_t count)
     void *mpi_recv = recv;
 
     if (b->mpi_staged) {
-        copy(b, host, send, bytes);
+        bench_copy(b, host, send, bytes);
         mpi_send = MPI_IN_PLACE;
         mpi_recv = host;
     }
@@ -129,24 +129,30 @@ static void mpi_range(bench_t *b, MPI_Comm comm, size_t first, size_t count)
     if (b->opt.op == HIAR_AVG)
         divide(mpi_recv, count, b->opt.dtype, b->nranks);
     if (b->mpi_staged)
-        copy(b, recv, host, bytes);
+        bench_copy(b, recv, host, bytes);
 }
 
-run_t run_mpi(bench_t *b, size_t count)
+run_t bench_mpi_run(bench_t *b, int impl, size_t count)
 {
+    (void)impl;
     mpi_range(b, b->mpi_comm, 0, count);
     return RUN_OK;
 }
 
-/* --split's inter: this rank's shards of the message, one after the other, as hiar's MPI step. */
-run_t run_mpi_shards(bench_t *b, size_t count)
+/*
+ * --split's inter: this rank's shards of the message, one after the other,
+ * as hiar's MPI step (src/core/allreduce.c inter_step), which skips empty ones.
+ */
+run_t bench_mpi_run_shards(bench_t *b, int impl, size_t count)
 {
+    (void)impl;
     for (int sh = 0; sh < b->split.nshards; sh++) {
         size_t first, n;
         if (b->split.shard_comm[sh] == MPI_COMM_NULL)
             continue;
-        bench_split_shard(&b->split, count, sh, &first, &n);
-        mpi_range(b, b->split.shard_comm[sh], first, n);
+        bench_split_shard(&b->split, count, b->esize, sh, &first, &n);
+        if (n > 0)
+            mpi_range(b, b->split.shard_comm[sh], first, n);
     }
     return RUN_OK;
 }

@@ -11,8 +11,9 @@
 #include "bench.h"
 
 /* b->mpi_comm, type, op and staging; after the GPU and the buffers are set up. */
-void mpi_setup(bench_t *b);
-run_t run_mpi(bench_t *b, size_t count);
-run_t run_mpi_shards(bench_t *b, size_t count);
+void bench_mpi_setup(bench_t *b);
+/* bench_impls' run of mpi, and of --split's mpi-shard (bench-split.h). */
+run_t bench_mpi_run(bench_t *b, int impl, size_t count);
+run_t bench_mpi_run_shards(bench_t *b, int impl, size_t count);
 
 #endif

@@ -9,7 +9,7 @@
     do {                                                                                   \
         ncclResult_t nccl_rc_ = (_call);                                                   \
         if (nccl_rc_ != ncclSuccess)                                                       \
-            die("%s: %s", #_call, ncclGetErrorString(nccl_rc_));                           \
+            bench_die("%s: %s", #_call, ncclGetErrorString(nccl_rc_));                     \
     } while (0)
 
 static ncclDataType_t nccl_type_of(hiar_dtype_t dtype)
@@ -37,7 +37,7 @@ static ncclRedOp_t nccl_op_of(hiar_op_t op)
     }
 }
 
-void nccl_setup(bench_t *b)
+void bench_nccl_setup(bench_t *b)
 {
     ncclUniqueId id;
 
@@ -52,9 +52,9 @@ void nccl_setup(bench_t *b)
     }
 }
 
-void nccl_teardown(bench_t *b, int dead)
+void bench_nccl_teardown(bench_t *b)
 {
-    if (dead) {
+    if (b->dead[IMPL_NCCL]) {
         ncclCommAbort(b->nccl);
         return;
     }
@@ -64,11 +64,12 @@ void nccl_teardown(bench_t *b, int dead)
     ncclCommDestroy(b->nccl);
 }
 
-run_t run_nccl(bench_t *b, size_t count)
+run_t bench_nccl_run(bench_t *b, int impl, size_t count)
 {
     ncclResult_t rc = ncclAllReduce(b->send, b->recv, count, nccl_type_of(b->opt.dtype),
                                     nccl_op_of(b->opt.op), b->nccl, b->stream);
 
+    (void)impl;
     if (rc == ncclSuccess)
         return RUN_OK;
     fprintf(stderr, "hiar-bench: rank %d: ncclAllReduce: %s: %s\n", b->rank, ncclGetErrorString(rc),

@@ -10,9 +10,9 @@
 #include "bench.h"
 
 /* Collective over MPI_COMM_WORLD; failures end the job.  With --register, registers send and recv. */
-void nccl_setup(bench_t *b);
-/* Destroys the communicator, or aborts it after a failure. */
-void nccl_teardown(bench_t *b, int dead);
-run_t run_nccl(bench_t *b, size_t count);
+void bench_nccl_setup(bench_t *b);
+/* Destroys the communicator, or aborts it after a failure (b->dead[IMPL_NCCL]). */
+void bench_nccl_teardown(bench_t *b);
+run_t bench_nccl_run(bench_t *b, int impl, size_t count);
 
 #endif

@@ -44,7 +44,7 @@ static const char *default_of(int opt)
     return "";
 }
 
-void usage(FILE *out)
+void bench_usage(FILE *out)
 {
     fprintf(out,
             "usage: mpirun -np N hiar-bench [options]\n"
@@ -153,7 +153,8 @@ static int parse_impls(const char *list, unsigned *out)
     for (const char *p = list;; p++) {
         size_t len = strcspn(p, ",");
         int i = 0;
-        while (i < IMPL_MAIN_COUNT && !(strlen(impl_names[i]) == len && strncmp(p, impl_names[i], len) == 0))
+        while (i < IMPL_MAIN_COUNT &&
+               !(strlen(bench_impls[i].name) == len && strncmp(p, bench_impls[i].name, len) == 0))
             i++;
         if (i == IMPL_MAIN_COUNT)
             return -1;
@@ -231,7 +232,7 @@ static int check_options(const options_t *o, char *err)
 }
 
 /* Returns 0, 1 for --help, or 2 with err set. */
-int parse_options(int argc, char **argv, options_t *o, char *err)
+int bench_parse_options(int argc, char **argv, options_t *o, char *err)
 {
     static const struct option longopts[] = {
         {"impl", required_argument, NULL, OPT_IMPL}, {"csv", no_argument, NULL, OPT_CSV},
@@ -276,7 +277,7 @@ static int gpu_count(void)
 #endif
 
 /* Host or device buffers, and the default implementations; alike on every rank. */
-int resolve_mode(bench_t *b, char *err)
+int bench_resolve_mode(bench_t *b, char *err)
 {
     options_t *o = &b->opt;
     int ngpu = 0;

@@ -11,10 +11,10 @@
 
 #include "bench.h"
 
-void usage(FILE *out);
-int parse_options(int argc, char **argv, options_t *o, char *err);
+void bench_usage(FILE *out);
+int bench_parse_options(int argc, char **argv, options_t *o, char *err);
 
 /* Collective over MPI_COMM_WORLD: sets b->device and the default --impl set. */
-int resolve_mode(bench_t *b, char *err);
+int bench_resolve_mode(bench_t *b, char *err);
 
 #endif

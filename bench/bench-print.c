@@ -25,7 +25,8 @@ static double busbw(int nranks, size_t bytes, double time_us)
 
 /*
  * What one call reduces, for its bandwidth: the message over all ranks;
- * --split's intra over the largest group, its inter one shard over the groups.
+ * --split's intra over the largest group, its inter one shard over the groups:
+ * shard 0, the largest (hiar_shard_range gives the first shards the extra unit).
  */
 static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes, int *nranks)
 {
@@ -35,7 +36,7 @@ static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes
     *nranks = impl == IMPL_HIAR_INTRA ? b->split.nshards
               : impl == IMPL_MPI_SHARD ? b->split.ngroups : b->nranks;
     if (impl == IMPL_MPI_SHARD) {
-        bench_split_shard(&b->split, count, 0, &first, &count);
+        bench_split_shard(&b->split, count, b->esize, 0, &first, &count);
         *bytes = count * b->esize;
     }
 }
@@ -76,8 +77,8 @@ static void print_table_header(const bench_t *b)
     printf("#%*s", LEAD_W - 1, "");
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i)) {
-            int len = (int)strlen(impl_names[i]), pad = (GROUP_W - len) / 2;
-            printf("%*s%s%*s", pad, "", impl_names[i], i == last ? 0 : GROUP_W - pad - len, "");
+            int len = (int)strlen(bench_impls[i].name), pad = (GROUP_W - len) / 2;
+            printf("%*s%s%*s", pad, "", bench_impls[i].name, i == last ? 0 : GROUP_W - pad - len, "");
         }
     printf("\n#%11s %12s %9s %6s", "size", "count", "type", "redop");
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
@@ -86,7 +87,7 @@ static void print_table_header(const bench_t *b)
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has_ratio(b, i)) {
             char name[16];
-            snprintf(name, sizeof name, "hiar/%s", impl_names[i]);
+            snprintf(name, sizeof name, "hiar/%s", bench_impls[i].name);
             printf(" %10s", name);
         }
     if (b->opt.split)
@@ -113,7 +114,7 @@ static bench_split_cell_t split_cell(const result_t *r)
     return (bench_split_cell_t){0.0, r->status == RUN_NA ? "n/a" : "failed"};
 }
 
-void print_row(const bench_t *b, size_t count, const result_t *res)
+void bench_print_row(const bench_t *b, size_t count, const result_t *res)
 {
     size_t bytes = count * b->esize;
 
@@ -149,7 +150,7 @@ void print_row(const bench_t *b, size_t count, const result_t *res)
 }
 
 /* size_bytes and count: the message; algbw and busbw: what the implementation reduced. */
-void print_csv_rows(const bench_t *b, size_t count, const result_t *res)
+void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res)
 {
     for (int i = 0; i < IMPL_COUNT; i++) {
         const result_t *r = &res[i];
@@ -159,7 +160,7 @@ void print_csv_rows(const bench_t *b, size_t count, const result_t *res)
             continue;
         reduced_size(b, i, count, &bytes, &nranks);
         printf("%zu,%zu,%s,%s,%s,", count * b->esize, count, hiar_dtype_name(b->opt.dtype),
-               hiar_op_name(b->opt.op), impl_names[i]);
+               hiar_op_name(b->opt.op), bench_impls[i].name);
         if (r->status == RUN_OK)
             printf("%.3f,%.4f,%.4f,", r->time_us, algbw(bytes, r->time_us),
                    busbw(nranks, bytes, r->time_us));
@@ -173,26 +174,26 @@ void print_csv_rows(const bench_t *b, size_t count, const result_t *res)
     fflush(stdout);
 }
 
-void print_footer(const bench_t *b, const totals_t *totals)
+void bench_print_footer(const bench_t *b, const totals_t *totals)
 {
     for (int i = 0; i < IMPL_COUNT; i++) {
         const totals_t *t = &totals[i];
         if (!has(b, i))
             continue;
         if (!checked(b, i))
-            fprintf(b->info, "# Out of bounds values : not checked (%s)\n", impl_names[i]);
+            fprintf(b->info, "# Out of bounds values : not checked (%s)\n", bench_impls[i].name);
         else if (t->wrong || t->failed || t->rows)
             fprintf(b->info, "# Out of bounds values : %lld %s (%s)\n", t->wrong,
-                    t->wrong || t->failed ? "FAILED" : "OK", impl_names[i]);
+                    t->wrong || t->failed ? "FAILED" : "OK", bench_impls[i].name);
         else
-            fprintf(b->info, "# Out of bounds values : n/a (%s)\n", impl_names[i]);
+            fprintf(b->info, "# Out of bounds values : n/a (%s)\n", bench_impls[i].name);
         if (t->rows)
             fprintf(b->info, "# Avg bus bandwidth    : %.4f (%s)\n", t->busbw_sum / t->rows,
-                    impl_names[i]);
+                    bench_impls[i].name);
         else
-            fprintf(b->info, "# Avg bus bandwidth    : n/a (%s)\n", impl_names[i]);
+            fprintf(b->info, "# Avg bus bandwidth    : n/a (%s)\n", bench_impls[i].name);
         if (b->na_reason[i][0])
-            fprintf(b->info, "# %s n/a: %s\n", impl_names[i], b->na_reason[i]);
+            fprintf(b->info, "# %s n/a: %s\n", bench_impls[i].name, b->na_reason[i]);
     }
 }
 
@@ -218,7 +219,7 @@ static void print_ranks(const bench_t *b)
     (void)n;
 #endif
     if (b->rank == 0 && !(all = malloc(sizeof line * (size_t)b->nranks)))
-        die("cannot allocate the rank table");
+        bench_die("cannot allocate the rank table");
     MPI_Gather(line, sizeof line, MPI_CHAR, all, sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
     for (int r = 0; b->rank == 0 && r < b->nranks; r++)
         fprintf(b->info, "%s\n", all + r * sizeof line);
@@ -234,7 +235,7 @@ static void print_describe(const bench_t *b)
     hiar_result_t rc;
 
     if (!mem)
-        die("open_memstream: %s", strerror(errno));
+        bench_die("open_memstream: %s", strerror(errno));
     rc = hiar_comm_describe(b->comm, mem);
     fclose(mem);
     if (rc != HIAR_SUCCESS)
@@ -285,7 +286,7 @@ static void print_info(const bench_t *b)
                                              : "device buffers passed as they are");
 }
 
-void print_header(const bench_t *b)
+void bench_print_header(const bench_t *b)
 {
     if (b->rank == 0)
         print_info(b);
@@ -300,8 +301,8 @@ void print_header(const bench_t *b)
         fflush(NULL);
 }
 
-/* One size's result into its implementation's summary (print_footer). */
-void account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r)
+/* One size's result into its implementation's summary (bench_print_footer). */
+void bench_account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r)
 {
     size_t bytes;
     int nranks;

@@ -1,5 +1,5 @@
 /*
- * hiar-bench's output, written by rank 0 (print_header: by all ranks, a
+ * hiar-bench's output, written by rank 0 (bench_print_header: by all ranks, a
  * collective): '#' lines on b->info, then a table in nccl-tests' columns or
  * CSV rows on stdout, and per implementation a summary of the sizes measured.
  */
@@ -10,7 +10,7 @@
 
 #include "bench.h"
 
-/* One implementation's sums over the sizes, for print_footer's lines. */
+/* One implementation's sums over the sizes, for bench_print_footer's lines. */
 typedef struct {
     long long wrong;
     int failed;
@@ -18,11 +18,11 @@ typedef struct {
     int rows; /* sizes measured */
 } totals_t;
 
-void account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r);
+void bench_account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r);
 
-void print_header(const bench_t *b);
-void print_row(const bench_t *b, size_t count, const result_t *res);
-void print_csv_rows(const bench_t *b, size_t count, const result_t *res);
-void print_footer(const bench_t *b, const totals_t *totals);
+void bench_print_header(const bench_t *b);
+void bench_print_row(const bench_t *b, size_t count, const result_t *res);
+void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res);
+void bench_print_footer(const bench_t *b, const totals_t *totals);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "base/range.h"
 #include "bench-split.h"
 
 /* "HIAR_GROUPS=0-<size-1>": the ranks of the communicator in one group. */
@@ -117,13 +118,11 @@ void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed)
     *s = (bench_split_t){0};
 }
 
-void bench_split_shard(const bench_split_t *s, size_t count, int shard, size_t *first, size_t *n)
+/* hiar's own rule (as src/transport/shm.c), not a copy: the column times the shards hiar sends. */
+void bench_split_shard(const bench_split_t *s, size_t count, size_t esize, int shard, size_t *first,
+                       size_t *n)
 {
-    size_t per = (count + (size_t)s->nshards - 1) / (size_t)s->nshards;
-    size_t begin = per * (size_t)shard;
-
-    *first = begin < count ? begin : count;
-    *n = count - *first < per ? count - *first : per;
+    hiar_shard_range(count, esize, s->nshards, shard, first, n);
 }
 
 void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how)
@@ -133,11 +132,11 @@ void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const c
             s->ngroups, s->nshards);
     fprintf(out, "# split: intra = hiar_allreduce of the full message on a hiar comm over this "
                  "rank's group only; checked against the reduction over the group (hiar-intra)\n");
-    fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards of ceil(count/%d) "
-                 "elements, shard s over the ranks with local rank s %% (group size) in every group "
-                 "(as hiar: a smaller group's ranks reduce several, one after the other); %s; "
-                 "not checked (mpi-shard)\n",
-            s->nshards, s->nshards, inter_how);
+    fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards cut as hiar's host "
+                 "shards (%d-byte units, the first shards one unit more; empty ones skipped), shard s "
+                 "over the ranks with local rank s %% (group size) in every group (as hiar: a smaller "
+                 "group's ranks reduce several, one after the other); %s; not checked (mpi-shard)\n",
+            s->nshards, HIAR_SHARD_ALIGN, inter_how);
     if (s->flat)
         fprintf(out, "# split: flat = hiar_allreduce on a hiar comm with HIAR_GROUPS=0-%d (one group "
                      "over all ranks); checked (hiar-flat)\n", nranks - 1);

@@ -5,11 +5,21 @@
  *   intra  hiar_allreduce of the full message on a hiar comm over this rank's
  *          group alone (one group: HIAR_GROUPS=0-<m-1>)
  *   inter  MPI_Allreduce of this rank's shards over the ranks that own the
- *          same shard in every group, as hiar's inter-group step: the message
- *          is cut into as many shards as the largest group has ranks
- *          (ceil(count / shards) elements each), and shard s belongs to the
- *          rank whose local rank is s % (its group's size), so a rank of a
- *          smaller group reduces several shards, one after the other
+ *          same shard in every group, as hiar's inter-group step on host
+ *          buffers: the message is cut into as many shards as the largest
+ *          group has ranks by hiar's own rule (hiar_shard_range: 64-byte
+ *          units, the first shards one unit more; 100 float32 in 3 shards:
+ *          [0,48) [48,80) [80,100)), and shard s belongs to the rank whose
+ *          local rank is s % (its group's size), so a rank of a smaller group
+ *          reduces several shards, one after the other; empty shards are
+ *          skipped, as hiar skips them.  The column's time, the max over
+ *          ranks, is then normally that of local rank 0 of the smallest
+ *          group, which has the most shards and the largest (shard 0 among
+ *          them); its bandwidth counts shard 0's bytes.  Where hiar's shards
+ *          differ: a message up to hiar's hier-oneshot limit (its 'paths:'
+ *          line) goes whole, not in shards; one larger than a slot is cut
+ *          chunk by chunk; device buffers on the IPC path are cut per chunk
+ *          in 16-byte units (cuda/api.h)
  *   flat   hiar_allreduce on a hiar comm with every rank in one group
  *          (HIAR_GROUPS=0-<n-1>); n/a where hiar cannot make that group
  *
@@ -47,8 +57,9 @@ int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err
 /* Collective; a communicator that failed (`*_failed`) is aborted instead. */
 void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed);
 
-/* Elements [*first, *first + *n) of a count-element message form shard `shard`. */
-void bench_split_shard(const bench_split_t *s, size_t count, int shard, size_t *first, size_t *n);
+/* Elements [*first, *first + *n) of count elements of esize bytes form shard `shard`, as in hiar. */
+void bench_split_shard(const bench_split_t *s, size_t count, size_t esize, int shard, size_t *first,
+                       size_t *n);
 
 /* '#' lines: what each split column measures; `inter_how` says how MPI sees the buffers. */
 void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how);

@@ -29,12 +29,11 @@
 #include "bench-split.h"
 #include "hiar.h"
 
-/* The compared implementations, then --split's parts of hiar (bench-split.h). */
+/* The compared implementations, then --split's parts of hiar (bench-split.h); bench_impls' index. */
 enum {
     IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_MAIN_COUNT,
     IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_HIAR_FLAT, IMPL_COUNT
 };
-extern const char *const impl_names[IMPL_COUNT];
 #define IMPL_BIT(_impl) (1u << (_impl))
 
 typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
@@ -91,19 +90,35 @@ typedef struct {
 #endif
 } bench_t;
 
+/*
+ * One implementation, indexed by IMPL_*.  What several share is set up
+ * before any setup here and goes after every teardown: the MPI communicator
+ * and types (mpi, mpi-shard), the hiar comm (hiar, --split, --register's
+ * buffers), the buffers (NCCL registers them).  NULL: nothing to do.
+ */
+typedef struct {
+    const char *name; /* what --impl takes and the output shows */
+    void (*setup)(bench_t *b);
+    run_t (*run)(bench_t *b, int impl, size_t count); /* one allreduce of count elements */
+    void (*teardown)(bench_t *b);                      /* after a failure (b->dead) too */
+} bench_impl_t;
+
+/* hiar-bench.c; run is NULL for NCCL when it is not built (--impl nccl is refused). */
+extern const bench_impl_t bench_impls[IMPL_COUNT];
+
 #define ERR_LEN 256
 
 /* ---- errors */
 
 /* The message with this rank's number on stderr, then MPI_Abort (hiar-bench.c). */
-__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
+__attribute__((format(printf, 1, 2), noreturn)) void bench_die(const char *fmt, ...);
 
 #ifdef HIAR_HAVE_CUDA
 #define CUDA_DIE(_call)                                                                    \
     do {                                                                                   \
         cudaError_t cuda_err_ = (_call);                                                   \
         if (cuda_err_ != cudaSuccess)                                                      \
-            die("%s: %s", #_call, cudaGetErrorString(cuda_err_));                          \
+            bench_die("%s: %s", #_call, cudaGetErrorString(cuda_err_));                    \
     } while (0)
 #endif
 

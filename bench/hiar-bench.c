@@ -32,14 +32,10 @@
 #include "bench.h"
 #include "hiar.h"
 
-/* Indexed by IMPL_*: what --impl takes and the output shows. */
-const char *const impl_names[IMPL_COUNT] = {"hiar", "mpi", "nccl",
-                                            "hiar-intra", "mpi-shard", "hiar-flat"};
-
 /* ---- errors */
 
 /* Setup and CUDA failures end the job: the CUDA context is lost anyway. */
-__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...)
+__attribute__((format(printf, 1, 2), noreturn)) void bench_die(const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -86,24 +82,28 @@ static run_t run_hiar(bench_t *b, int impl, size_t count)
         snprintf(b->na_reason[impl], sizeof b->na_reason[impl], "%s", hiar_last_error());
         return RUN_NA;
     }
-    fprintf(stderr, "hiar-bench: rank %d: %s: hiar_allreduce: %s: %s\n", b->rank, impl_names[impl],
-            hiar_strerror(rc), hiar_last_error());
+    fprintf(stderr, "hiar-bench: rank %d: %s: hiar_allreduce: %s: %s\n", b->rank,
+            bench_impls[impl].name, hiar_strerror(rc), hiar_last_error());
     return RUN_FAILED;
 }
 
+/* Indexed by IMPL_*; hiar's setup and teardown are the bench's own (bench.h says why). */
+const bench_impl_t bench_impls[IMPL_COUNT] = {
+    [IMPL_HIAR] = {"hiar", NULL, run_hiar, NULL},
+    [IMPL_MPI] = {"mpi", NULL, bench_mpi_run, NULL},
+#ifdef HIAR_HAVE_NCCL
+    [IMPL_NCCL] = {"nccl", bench_nccl_setup, bench_nccl_run, bench_nccl_teardown},
+#else
+    [IMPL_NCCL] = {"nccl", NULL, NULL, NULL}, /* not built: options reject it */
+#endif
+    [IMPL_HIAR_INTRA] = {"hiar-intra", NULL, run_hiar, NULL},
+    [IMPL_MPI_SHARD] = {"mpi-shard", NULL, bench_mpi_run_shards, NULL},
+    [IMPL_HIAR_FLAT] = {"hiar-flat", NULL, run_hiar, NULL},
+};
+
 static run_t run_once(bench_t *b, int impl, size_t count)
 {
-    switch (impl) {
-    case IMPL_HIAR:
-    case IMPL_HIAR_INTRA:
-    case IMPL_HIAR_FLAT: return run_hiar(b, impl, count);
-    case IMPL_MPI: return run_mpi(b, count);
-    case IMPL_MPI_SHARD: return run_mpi_shards(b, count);
-#ifdef HIAR_HAVE_NCCL
-    case IMPL_NCCL: return run_nccl(b, count);
-#endif
-    default: return RUN_FAILED; /* not built: options reject it */
-    }
+    return bench_impls[impl].run ? bench_impls[impl].run(b, impl, count) : RUN_FAILED;
 }
 
 /* ---- measuring */
@@ -151,7 +151,7 @@ static run_t async_status(bench_t *b, int impl, run_t status)
     if (rc == HIAR_SUCCESS && error == HIAR_SUCCESS)
         return RUN_OK;
     fprintf(stderr, "hiar-bench: rank %d: %s: hiar_allreduce on the GPU: %s: %s\n", b->rank,
-            impl_names[impl], hiar_strerror(rc != HIAR_SUCCESS ? rc : error), hiar_last_error());
+            bench_impls[impl].name, hiar_strerror(rc != HIAR_SUCCESS ? rc : error), hiar_last_error());
     return RUN_FAILED;
 }
 
@@ -175,15 +175,15 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
 
     reduced_ranks(b, impl, &rank, &nranks);
     bench_check_fill(b->host, count, b->opt.dtype, b->opt.op, rank, nranks);
-    copy(b, b->send, b->host, bytes);
+    bench_copy(b, b->send, b->host, bytes);
     if (!b->opt.inplace)
-        poison(b, b->recv, bytes);
+        bench_poison(b, b->recv, bytes);
     status = run_once(b, impl, count);
-    stream_sync(b);
+    bench_stream_sync(b);
     status = agree(async_status(b, impl, status));
     if (status != RUN_OK)
         return status;
-    copy(b, b->host, b->recv, bytes);
+    bench_copy(b, b->host, b->recv, bytes);
     mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, nranks,
                                         avg_ulps(b, impl));
     MPI_Allreduce(&mine, wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -194,7 +194,7 @@ static run_t warm_up(bench_t *b, int impl, size_t count)
 {
     run_t status = run_many(b, impl, count, b->opt.warmup);
 
-    stream_sync(b);
+    bench_stream_sync(b);
     return agree(async_status(b, impl, status));
 }
 
@@ -208,7 +208,7 @@ static run_t time_eager(bench_t *b, int impl, size_t count, double *seconds)
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     status = run_many(b, impl, count, b->opt.iters);
-    stream_sync(b);
+    bench_stream_sync(b);
     *seconds = (MPI_Wtime() - t0) / b->opt.iters;
     return agree(async_status(b, impl, status));
 }
@@ -228,7 +228,7 @@ static run_t capture(bench_t *b, int impl, size_t count, cudaGraphExec_t *exec)
     err = cudaStreamEndCapture(b->stream, &graph);
     if (status == RUN_OK && err != cudaSuccess) {
         fprintf(stderr, "hiar-bench: rank %d: %s calls cannot be captured in a CUDA graph: %s\n",
-                b->rank, impl_names[impl], cudaGetErrorString(err));
+                b->rank, bench_impls[impl].name, cudaGetErrorString(err));
         status = RUN_FAILED;
     }
     (void)cudaGetLastError(); /* a broken capture's error is not sticky: forget it */
@@ -249,11 +249,11 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
     if (status != RUN_OK)
         return status;
     CUDA_DIE(cudaGraphLaunch(exec, b->stream)); /* first replay uploads the graph */
-    stream_sync(b);
+    bench_stream_sync(b);
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     CUDA_DIE(cudaGraphLaunch(exec, b->stream));
-    stream_sync(b);
+    bench_stream_sync(b);
     *seconds = (MPI_Wtime() - t0) / b->opt.iters;
     cudaGraphExecDestroy(exec);
     return agree(async_status(b, impl, RUN_OK));
@@ -311,9 +311,9 @@ static void *buffer(bench_t *b)
     hiar_result_t rc;
 
     if (!b->opt.reg)
-        return alloc(b, b->opt.max_bytes, 0);
+        return bench_alloc(b, b->opt.max_bytes, 0);
     if ((rc = hiar_mem_alloc(b->comm, b->opt.max_bytes, &p)) != HIAR_SUCCESS)
-        die("hiar_mem_alloc: %s: %s", hiar_strerror(rc), hiar_last_error());
+        bench_die("hiar_mem_alloc: %s: %s", hiar_strerror(rc), hiar_last_error());
     return p;
 }
 
@@ -326,7 +326,7 @@ static void release_buffers(bench_t *b)
         if (!bufs[i])
             continue;
         if (!b->opt.reg)
-            release(b, bufs[i], 0);
+            bench_release(b, bufs[i], 0);
         else if (!b->dead[IMPL_HIAR])
             hiar_mem_free(b->comm, bufs[i]);
     }
@@ -341,18 +341,17 @@ static void setup(bench_t *b)
     b->info = o->csv ? stderr : stdout;
 #ifdef HIAR_HAVE_CUDA
     if (b->device)
-        device_setup(b);
+        bench_device_setup(b);
 #endif
-    b->host = alloc(b, o->max_bytes, 1);
-    mpi_setup(b);
+    b->host = bench_alloc(b, o->max_bytes, 1);
+    bench_mpi_setup(b);
     if (has(b, IMPL_HIAR) && (rc = hiar_comm_create(MPI_COMM_WORLD, NULL, &b->comm)) != HIAR_SUCCESS)
-        die("hiar_comm_create: %s: %s", hiar_strerror(rc), hiar_last_error());
+        bench_die("hiar_comm_create: %s: %s", hiar_strerror(rc), hiar_last_error());
     b->send = buffer(b);
     b->recv = o->inplace ? b->send : buffer(b);
-#ifdef HIAR_HAVE_NCCL
-    if (has(b, IMPL_NCCL))
-        nccl_setup(b);
-#endif
+    for (int i = 0; i < IMPL_COUNT; i++)
+        if (has(b, i) && bench_impls[i].setup)
+            bench_impls[i].setup(b);
 }
 
 /* --split's communicators; 2 (bad usage, err set) when hiar's ranks form one group. */
@@ -364,17 +363,16 @@ static int split_setup(bench_t *b, char *err)
         return 0;
     rc = bench_split_setup(&b->split, b->comm, b->device, err, ERR_LEN);
     if (rc == 1)
-        die("%s", err);
+        bench_die("%s", err);
     return rc;
 }
 
 static void teardown(bench_t *b)
 {
     /* A failed communicator cannot be destroyed collectively: its peers may be gone. */
-#ifdef HIAR_HAVE_NCCL
-    if (b->nccl)
-        nccl_teardown(b, b->dead[IMPL_NCCL]);
-#endif
+    for (int i = IMPL_COUNT - 1; i >= 0; i--)
+        if (has(b, i) && bench_impls[i].teardown)
+            bench_impls[i].teardown(b);
     bench_split_teardown(&b->split, b->dead[IMPL_HIAR_INTRA], b->dead[IMPL_HIAR_FLAT]);
     release_buffers(b);
     if (b->comm && b->dead[IMPL_HIAR])
@@ -385,7 +383,7 @@ static void teardown(bench_t *b)
         MPI_Op_free(&b->mpi_op);
     if (b->mpi_comm != MPI_COMM_NULL)
         MPI_Comm_free(&b->mpi_comm);
-    release(b, b->host, 1);
+    bench_release(b, b->host, 1);
 #ifdef HIAR_HAVE_CUDA
     if (b->device)
         cudaStreamDestroy(b->stream);
@@ -399,7 +397,7 @@ static int run_sizes(bench_t *b)
     totals_t totals[IMPL_COUNT] = {{0}};
     int status = 0;
 
-    print_header(b);
+    bench_print_header(b);
     for (size_t size = o->min_bytes;; size *= (size_t)o->factor) {
         size_t count = size / b->esize;
         result_t res[IMPL_COUNT];
@@ -407,15 +405,15 @@ static int run_sizes(bench_t *b)
             if (!has(b, i))
                 continue;
             res[i] = measure(b, i, count);
-            account(&totals[i], b, i, count, &res[i]);
+            bench_account(&totals[i], b, i, count, &res[i]);
         }
         if (count > 0 && b->rank == 0)
-            (o->csv ? print_csv_rows : print_row)(b, count, res);
+            (o->csv ? bench_print_csv_rows : bench_print_row)(b, count, res);
         if (size > o->max_bytes / (size_t)o->factor)
             break;
     }
     if (b->rank == 0)
-        print_footer(b, totals);
+        bench_print_footer(b, totals);
     for (int i = 0; i < IMPL_COUNT; i++)
         if (has(b, i) && (totals[i].wrong || totals[i].failed))
             status = 1;
@@ -432,12 +430,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
-    rc = parse_options(argc, argv, &b.opt, err);
+    rc = bench_parse_options(argc, argv, &b.opt, err);
     if (rc == 0)
-        rc = resolve_mode(&b, err);
+        rc = bench_resolve_mode(&b, err);
     if (rc != 0) {
         if (b.rank == 0 && rc == 1)
-            usage(stdout);
+            bench_usage(stdout);
         else if (b.rank == 0)
             fprintf(stderr, "hiar-bench: %s\nTry 'hiar-bench --help'.\n", err);
         MPI_Finalize();

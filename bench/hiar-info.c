@@ -23,7 +23,7 @@
 #ifdef HIAR_HAVE_CUDA
 #include "topo/nvml.h"
 #endif
-#include "base/param.h"
+#include "base/settings.h"
 #include "topo/topo.h"
 
 #ifndef HIAR_CUDA_ARCHS
@@ -69,12 +69,13 @@ static int print_params(void)
         fprintf(stderr, "hiar-info: %s\n", hiar_last_error());
         return 1;
     }
-    printf("%-18s %-8s %-10s %-11s %s\n", "parameter", "type", "value", "source", "meaning");
+    printf("%-18s %-8s %-8s %-10s %-11s %s\n", "parameter", "type", "scope", "value", "source", "meaning");
     for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
         const hiar_param_info_t *info = &hiar_param_table[i];
-        printf("%-18s %-8s %-10s %-11s %s%s%s\n", info->name, hiar_param_type_name(info->type),
-               *p.v[i].text ? p.v[i].text : "\"\"", hiar_param_source_name(p.v[i].src), info->doc,
-               *info->choices ? "; one of " : "", info->choices);
+        printf("%-18s %-8s %-8s %-10s %-11s %s%s%s\n", info->name, hiar_param_type_name(info->type),
+               hiar_param_scope_name(info->scope), *p.v[i].text ? p.v[i].text : "\"\"",
+               hiar_param_source_name(p.v[i].src), info->doc, *info->choices ? "; one of " : "",
+               info->choices);
     }
     hiar_params_free(&p);
     return 0;
@@ -238,7 +239,7 @@ static void usage(FILE *out)
             "usage: hiar-info [--build] [--params] [--topo [--sysfs-root DIR] [--gpus BDF,BDF,...]\n"
             "                 [--level LEVEL] [--no-p2p] [--json]]\n"
             "  --build            version and build options\n"
-            "  --params           every HIAR_* parameter: type, value, where it came from, meaning\n"
+            "  --params           every HIAR_* parameter: type, scope, value, where it came from, meaning\n"
             "  --topo             the GPUs of this machine, their PCI topology, and the groups\n"
             "                     hiar forms (one rank per GPU)\n"
             "  --sysfs-root DIR   read the PCI topology under DIR instead of HIAR_SYSFS_ROOT (/sys)\n"

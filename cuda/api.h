@@ -1,13 +1,16 @@
 /*
- * The only cuda/ header src/ includes: C entry points into the CUDA code.
- * Nothing here needs MPI; the C side exchanges the handles.
+ * The only cuda/ header src/ includes: C entry points into the CUDA code
+ * (runtime glue, CUDA IPC memory, the IPC transport's buffers and kernels).
+ * Nothing here needs MPI; src/transport exchanges the handles.
  */
-#ifndef HIAR_KERNELS_H
-#define HIAR_KERNELS_H
+#ifndef HIAR_CUDA_API_H
+#define HIAR_CUDA_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/call.h"
+#include "base/range.h"
 #include "hiar.h"
 
 #ifdef __cplusplus
@@ -44,12 +47,6 @@ hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
 
 /* ---- CUDA IPC transport (cuda/ipc.cu) ---- */
 
-#ifdef __CUDACC__
-#define HIAR_HD __host__ __device__
-#else
-#define HIAR_HD
-#endif
-
 /* Shards start on 16-byte multiples of the chunk: whole vectors, whole elements. */
 #define HIAR_IPC_SHARD_UNIT 16
 
@@ -59,10 +56,7 @@ hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
  */
 HIAR_HD static inline void hiar_ipc_shard_range(size_t bytes, int nshards, int s, size_t *lo, size_t *hi)
 {
-    size_t units = (bytes + HIAR_IPC_SHARD_UNIT - 1) / HIAR_IPC_SHARD_UNIT;
-    size_t base = units / (size_t)nshards, extra = units % (size_t)nshards, i = (size_t)s;
-    *lo = (i * base + (i < extra ? i : extra)) * HIAR_IPC_SHARD_UNIT;
-    *hi = *lo + (base + (i < extra)) * HIAR_IPC_SHARD_UNIT;
+    hiar_range_scaled((bytes + HIAR_IPC_SHARD_UNIT - 1) / HIAR_IPC_SHARD_UNIT, HIAR_IPC_SHARD_UNIT, nshards, s, lo, hi);
 }
 
 /*
@@ -77,9 +71,9 @@ HIAR_HD static inline size_t hiar_ipc_chunk_bytes(size_t slot_bytes, int n, int 
     return cap * (size_t)nshards;
 }
 
-/* Halves of the two-shot kernel, for the hierarchical path. */
-#define HIAR_IPC_STEP_RS 1
-#define HIAR_IPC_STEP_AG 2
+/* Halves of the two-shot kernel, for the hierarchical path (hiar_step_t's bits). */
+#define HIAR_IPC_STEP_RS HIAR_STEP_REDUCE_SCATTER
+#define HIAR_IPC_STEP_AG HIAR_STEP_ALLGATHER
 
 typedef struct hiar_ipc hiar_ipc_t;
 
@@ -95,7 +89,8 @@ size_t hiar_ipc_oneshot_max(void);
 /*
  * Allocates this rank's buffers (4 data slots of slot_bytes, LL packets,
  * signals) on the current device and writes its handle.  Collective setup
- * goes: create -> exchange handles -> open -> probe.
+ * (src/transport/ipc.c) goes: create -> exchange handles and map the peers'
+ * (src/transport/peers.c) -> set_peers -> probe.
  */
 hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
                               unsigned char handle[HIAR_IPC_HANDLE_BYTES]);
@@ -142,8 +137,11 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_ipc_caps_t 
  */
 int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
 
-/* Maps every peer's allocation; handles holds n handles in rank order. */
-hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);
+/* Every rank's allocation as mapped here, in rank order (own: ignored); ipc unmaps them. */
+void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases);
+
+/* The GPU the transport's buffers are on. */
+int hiar_ipc_device(const hiar_ipc_t *ipc);
 
 /*
  * The P2P check: probe_write stores `token` into every peer's memory; after a
@@ -153,12 +151,6 @@ hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles);
 hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token);
 hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, int *ok);
 
-typedef enum {
-    HIAR_IPC_LL,     /* one-shot, data and flag in one store: small messages (<= hiar_ipc_oneshot_max()) */
-    HIAR_IPC_PUSH,   /* one-shot, data pushed then one flag per block per chunk */
-    HIAR_IPC_TWOSHOT /* reduce-scatter + all-gather, pushed */
-} hiar_ipc_kernel_t;
-
 /*
  * A call's output in registered memory (hiar_mem_register): every rank's
  * recvbuf as mapped here, and a tag that names where it lies, (window index
@@ -167,20 +159,19 @@ typedef enum {
  * slots, when every rank of the group offers the same tag (the kernel
  * checks); otherwise it takes the slots.  tag 0: nothing registered.
  */
-typedef struct {
+typedef struct hiar_ipc_direct {
     char *out[HIAR_IPC_MAX_GROUP];
     uint64_t tag;
 } hiar_ipc_direct_t;
 
 /*
- * Allreduce of device buffers, asynchronous on stream (capturable in a CUDA
- * graph); direct may be NULL.
+ * Allreduce of the call's device buffers with its plan's kernel (LL, push or
+ * two-shot), asynchronous on its stream and capturable in a CUDA graph; a
+ * two-shot call with an out_window writes straight into the peers' outputs.
  */
-hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in, void *out,
-                                 size_t count, hiar_dtype_t dtype, hiar_op_t op, int divisor,
-                                 const hiar_ipc_direct_t *direct, void *stream);
+hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call);
 
-/* ---- registered memory (cuda/window.cu) ---- */
+/* ---- memory shared by CUDA IPC (cuda/ipcmem.cu) ---- */
 
 /* Device memory for hiar_mem_alloc on device (the current device stays). */
 hiar_result_t hiar_cuda_mem_alloc(int device, size_t bytes, void **ptr);
@@ -189,13 +180,15 @@ void hiar_cuda_mem_free(void *ptr);
 /*
  * The IPC handle of the allocation that holds [ptr, ptr + bytes), and ptr's
  * offset in it: HIAR_UNSUPPORTED where the allocation cannot be exported
- * (stream-ordered pools, VMM, managed or host memory).
+ * (stream-ordered pools, VMM, managed or host memory).  `what` names the
+ * caller in messages.
  */
 hiar_result_t hiar_cuda_export(const void *ptr, size_t bytes, unsigned char handle[HIAR_IPC_HANDLE_BYTES],
-                               size_t *offset);
+                               size_t *offset, const char *what);
 
 /* Maps a peer's allocation (its base) into device; hiar_cuda_unmap undoes it.  The current device stays. */
-hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base);
+hiar_result_t hiar_cuda_map(int device, const unsigned char handle[HIAR_IPC_HANDLE_BYTES], char **base,
+                            const char *what);
 void hiar_cuda_unmap(int device, char *base);
 
 /*
@@ -210,13 +203,13 @@ HIAR_HD static inline size_t hiar_ipc_hier_chunk(size_t slot_bytes, int nshards)
 }
 
 /*
- * One half of a hierarchical call (asynchronous on stream), per chunk of
- * `chunk` bytes: HIAR_IPC_STEP_RS leaves each owned shard (s % n == local
- * rank) reduced over the group in out; HIAR_IPC_STEP_AG sends the owned
- * shards of out to every peer, so all of out is complete.
+ * One half of a hierarchical call (asynchronous on its stream), per chunk of
+ * `chunk` bytes, the call cut in call->nshards shards:
+ * HIAR_STEP_REDUCE_SCATTER leaves each owned shard (s % n == local rank)
+ * reduced over the group in recvbuf, undivided; HIAR_STEP_ALLGATHER sends
+ * the owned shards of recvbuf to every peer, so all of recvbuf is complete.
  */
-hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, int step, const void *in, void *out, size_t count,
-                                 hiar_dtype_t dtype, hiar_op_t op, int nshards, size_t chunk, void *stream);
+hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *call, hiar_step_t step, size_t chunk);
 
 
 /* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */

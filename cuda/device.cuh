@@ -74,27 +74,16 @@ __device__ __forceinline__ bool waiter_poll(hiar_waiter &w)
     return true;
 }
 
-/* Every dtype with its device type, for the launchers' switch. */
-#define HIAR_DEVICE_DTYPES(X)                                                                      \
-    X(HIAR_INT32, int32_t)                                                                         \
-    X(HIAR_INT64, int64_t)                                                                         \
-    X(HIAR_FLOAT16, __half)                                                                        \
-    X(HIAR_BFLOAT16, __nv_bfloat16)                                                                \
-    X(HIAR_FLOAT32, float)                                                                         \
-    X(HIAR_FLOAT64, double)                                                                        \
-    X(HIAR_UINT8, uint8_t)                                                                         \
-    X(HIAR_INT8, int8_t)
-
-/* Calls f with a value of the device type of dtype (f's template argument). */
+/* Calls f with a value of the device type of dtype (f's template argument; base/dtypes.def). */
 template <typename F> static cudaError_t hiar_dispatch_dtype(hiar_dtype_t dtype, F f)
 {
-#define HIAR_DISPATCH_CASE(D, T)                                                                   \
-    case D: return f(T());
     switch (dtype) {
-        HIAR_DEVICE_DTYPES(HIAR_DISPATCH_CASE)
+#define HIAR_DTYPE(E, NAME, HOST_T, DEVICE_T, ...)                                                 \
+    case HIAR_##E: return f(DEVICE_T());
+#include "base/dtypes.def"
+#undef HIAR_DTYPE
     default: return cudaErrorInvalidValue;
     }
-#undef HIAR_DISPATCH_CASE
 }
 
 /* An op as a type, for kernels that take it as a template argument. */
@@ -328,14 +317,6 @@ __device__ __forceinline__ uint4 reduce_unit(const hiar_ipc_args_t &a, const cha
     }
     acc.store(&r, divisor);
     return r;
-}
-
-/* Part `idx` of `parts` of [0, units) in units, as byte offsets. */
-__device__ __forceinline__ void split(size_t units, int parts, int idx, size_t *lo, size_t *hi)
-{
-    size_t base = units / parts, extra = units % parts, i = (size_t)idx;
-    *lo = (i * base + (i < extra ? i : extra)) * HIAR_UNIT;
-    *hi = *lo + (base + (i < extra)) * HIAR_UNIT;
 }
 
 /* ---- the call's start and end; the epoch: see ipc.h ---- */

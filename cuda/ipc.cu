@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/error.h"
-#include "ipc.h"
 #include "cuda/api.h"
+#include "cuda/check.h"
+#include "ipc.h"
 
 struct hiar_ipc {
     hiar_ipc_args_t args;         /* what the kernels get; base[me] is own */
@@ -13,20 +13,6 @@ struct hiar_ipc {
     size_t bytes;                 /* one rank's allocation */
     hiar_ipc_control_t *ctl_host; /* mapped: ctl_host on the host is args.ctl on the device */
 };
-
-static hiar_result_t cuda_error(cudaError_t err, const char *what)
-{
-    cudaGetLastError();
-    return hiar_error_set(err == cudaErrorMemoryAllocation ? HIAR_NO_MEMORY : HIAR_CUDA_ERROR,
-                          "%s failed: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
-}
-
-#define CUDA_TRY(call)                                                                             \
-    do {                                                                                           \
-        cudaError_t err_ = (call);                                                                 \
-        if (err_ != cudaSuccess)                                                                   \
-            return cuda_error(err_, #call);                                                        \
-    } while (0)
 
 size_t hiar_ipc_oneshot_max(void)
 {
@@ -48,18 +34,18 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     ipc->bytes = a->data_offset + 4 * a->slot_bytes;
     a->timeout_ns = (uint64_t)timeout_ms * 1000000u;
     a->max_blocks = a->push_blocks = a->ll_blocks = HIAR_IPC_BLOCKS_DEFAULT;
-    CUDA_TRY(cudaGetDevice(&ipc->device));
-    CUDA_TRY(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
+    HIAR_CUDA_CHECK(cudaGetDevice(&ipc->device));
+    HIAR_CUDA_CHECK(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
     /* Flags start at 0, below every call's (epochs start at 1); LL packets
      * start as the sentinel, "nothing pending" (oneshot.cu). */
-    CUDA_TRY(cudaMemset(a->base[a->me], 0, a->ll_offset));
-    CUDA_TRY(cudaMemset(a->base[a->me] + a->ll_offset, 0xff, a->data_offset - a->ll_offset));
-    CUDA_TRY(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
-    CUDA_TRY(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
-    CUDA_TRY(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));
+    HIAR_CUDA_CHECK(cudaMemset(a->base[a->me], 0, a->ll_offset));
+    HIAR_CUDA_CHECK(cudaMemset(a->base[a->me] + a->ll_offset, 0xff, a->data_offset - a->ll_offset));
+    HIAR_CUDA_CHECK(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
+    HIAR_CUDA_CHECK(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
+    HIAR_CUDA_CHECK(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));
     memset(ipc->ctl_host, 0, sizeof(hiar_ipc_control_t));
-    CUDA_TRY(cudaHostGetDevicePointer((void **)&a->ctl, ipc->ctl_host, 0));
-    CUDA_TRY(cudaDeviceSynchronize());
+    HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&a->ctl, ipc->ctl_host, 0));
+    HIAR_CUDA_CHECK(cudaDeviceSynchronize());
     return HIAR_SUCCESS;
 }
 
@@ -67,8 +53,8 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
                                          unsigned char handle[HIAR_IPC_HANDLE_BYTES])
 {
     hiar_ipc_t *ipc;
-    cudaIpcMemHandle_t h;
     hiar_result_t rc;
+    size_t offset = 0;
 
     if (n < 2 || n > HIAR_IPC_MAX_RANKS)
         return hiar_error_set(HIAR_UNSUPPORTED, "CUDA IPC groups have 2 to %d ranks, not %d",
@@ -79,15 +65,12 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
     ipc->args.n = n;
     ipc->args.me = me;
     rc = allocate(ipc, slot_bytes, timeout_ms);
-    if (rc == HIAR_SUCCESS) {
-        cudaError_t err = cudaIpcGetMemHandle(&h, ipc->args.base[me]);
-        rc = err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "cudaIpcGetMemHandle");
-    }
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_export(ipc->args.base[me], ipc->bytes, handle, &offset, "the CUDA IPC transport");
     if (rc != HIAR_SUCCESS) {
         hiar_ipc_destroy(ipc);
         return rc;
     }
-    memcpy(handle, &h, HIAR_IPC_HANDLE_BYTES);
     *out = ipc;
     return HIAR_SUCCESS;
 }
@@ -132,25 +115,16 @@ extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps,
     return a->pdl;
 }
 
-extern "C" hiar_result_t hiar_ipc_open(hiar_ipc_t *ipc, const unsigned char *handles)
+extern "C" void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases)
 {
-    hiar_ipc_args_t *a = &ipc->args;
+    for (int p = 0; p < ipc->args.n; p++)
+        if (p != ipc->args.me)
+            ipc->args.base[p] = bases[p];
+}
 
-    for (int p = 0; p < a->n; p++) {
-        cudaIpcMemHandle_t h;
-        if (p == a->me)
-            continue;
-        memcpy(&h, handles + (size_t)p * HIAR_IPC_HANDLE_BYTES, sizeof(h));
-        cudaError_t err = cudaIpcOpenMemHandle((void **)&a->base[p], h, cudaIpcMemLazyEnablePeerAccess);
-        if (err != cudaSuccess) {
-            a->base[p] = NULL;
-            return hiar_error_set(HIAR_CUDA_ERROR,
-                                  "cudaIpcOpenMemHandle of local rank %d's buffer failed: %s (do the "
-                                  "ranks share an IPC namespace, and can the GPUs reach each other?)",
-                                  p, cudaGetErrorString(err));
-        }
-    }
-    return HIAR_SUCCESS;
+extern "C" int hiar_ipc_device(const hiar_ipc_t *ipc)
+{
+    return ipc->device;
 }
 
 extern "C" hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token)
@@ -159,9 +133,9 @@ extern "C" hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token)
 
     for (int p = 0; p < a->n; p++) {
         uint64_t v = token + (uint64_t)a->me;
-        CUDA_TRY(cudaMemcpy(a->base[p] + hiar_ipc_probe_offset(a->me), &v, sizeof(v), cudaMemcpyHostToDevice));
+        HIAR_CUDA_CHECK(cudaMemcpy(a->base[p] + hiar_ipc_probe_offset(a->me), &v, sizeof(v), cudaMemcpyHostToDevice));
     }
-    CUDA_TRY(cudaDeviceSynchronize());
+    HIAR_CUDA_CHECK(cudaDeviceSynchronize());
     return HIAR_SUCCESS;
 }
 
@@ -172,36 +146,27 @@ extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, i
     *ok = 1;
     for (int p = 0; p < a->n; p++) {
         uint64_t v = 0;
-        CUDA_TRY(cudaMemcpy(&v, a->base[a->me] + hiar_ipc_probe_offset(p), sizeof(v), cudaMemcpyDeviceToHost));
+        HIAR_CUDA_CHECK(cudaMemcpy(&v, a->base[a->me] + hiar_ipc_probe_offset(p), sizeof(v), cudaMemcpyDeviceToHost));
         if (v != token + (uint64_t)p)
             *ok = 0;
     }
     return HIAR_SUCCESS;
 }
 
-extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, hiar_ipc_kernel_t kernel, const void *in,
-                                            void *out, size_t count, hiar_dtype_t dtype, hiar_op_t op,
-                                            int divisor, const hiar_ipc_direct_t *direct, void *stream)
+extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call)
 {
-    cudaStream_t s = (cudaStream_t)stream;
-    cudaError_t err = kernel == HIAR_IPC_TWOSHOT
-                          ? hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, divisor, ipc->args.n,
-                                                    HIAR_IPC_STEP_RS | HIAR_IPC_STEP_AG,
-                                                    hiar_ipc_chunk_bytes(ipc->args.slot_bytes, ipc->args.n,
-                                                                         ipc->args.n),
-                                                    direct, s)
-                          : hiar_ipc_launch_oneshot(&ipc->args, kernel == HIAR_IPC_LL, in, out, count, dtype,
-                                                    op, divisor, s);
-    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "allreduce kernel launch");
+    const hiar_ipc_args_t *a = &ipc->args;
+    cudaError_t err = call->plan.kernel == HIAR_KERNEL_TWOSHOT
+                          ? hiar_ipc_launch_twoshot(a, call, HIAR_STEP_ALLREDUCE,
+                                                    hiar_ipc_chunk_bytes(a->slot_bytes, a->n, a->n))
+                          : hiar_ipc_launch_oneshot(a, call, call->plan.kernel == HIAR_KERNEL_LL);
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "allreduce kernel launch");
 }
 
-extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, int step, const void *in, void *out, size_t count,
-                                            hiar_dtype_t dtype, hiar_op_t op, int nshards, size_t chunk,
-                                            void *stream)
+extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *call, hiar_step_t step, size_t chunk)
 {
-    cudaError_t err = hiar_ipc_launch_twoshot(&ipc->args, in, out, count, dtype, op, 0, nshards, step, chunk,
-                                              NULL, (cudaStream_t)stream);
-    return err == cudaSuccess ? HIAR_SUCCESS : cuda_error(err, "hierarchical step kernel launch");
+    cudaError_t err = hiar_ipc_launch_twoshot(&ipc->args, call, step, chunk);
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical step kernel launch");
 }
 
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)
@@ -227,7 +192,7 @@ extern "C" void hiar_ipc_unmap_peers(hiar_ipc_t *ipc)
 
     for (int p = 0; p < a->n; p++)
         if (p != a->me && a->base[p]) {
-            cudaIpcCloseMemHandle(a->base[p]);
+            hiar_cuda_unmap(ipc->device, a->base[p]);
             a->base[p] = NULL;
         }
 }

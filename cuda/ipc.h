@@ -24,12 +24,12 @@
 
 #include <cuda_runtime.h>
 
-#include "hiar.h"
 #include "cuda/api.h"
+#include "hiar.h"
 
 #define HIAR_IPC_MAX_RANKS HIAR_IPC_MAX_GROUP
 /* Blocks of a kernel: one-shot kernels use up to 128 (one per SM), two-shot
- * of large messages up to max_blocks (kernels.h; see hiar_blocks_for); fewer
+ * of large messages up to max_blocks (api.h; see hiar_blocks_for); fewer
  * where ranks share a GPU (hiar_ipc_set_launch). */
 #define HIAR_IPC_MAX_BLOCKS HIAR_IPC_BLOCKS_MAX
 #define HIAR_IPC_ONESHOT_BLOCKS HIAR_IPC_BLOCKS_DEFAULT
@@ -123,11 +123,13 @@ int hiar_ipc_oneshot_per_sm(int ll);
 int hiar_ipc_twoshot_per_sm(void);
 int hiar_ipc_ptx_version(void);
 
-/* Launchers (oneshot.cu, twoshot.cu). */
-cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,
-                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream);
-cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
-                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, int nshards, int steps,
-                                    size_t chunk, const hiar_ipc_direct_t *direct, cudaStream_t stream);
+/*
+ * Launchers (oneshot.cu, twoshot.cu), reading the call: one-shot LL (ll) or
+ * push; two-shot of the steps (HIAR_STEP_ALLREDUCE: the whole call in the
+ * group, divided, into the out_window if any; a half: call->nshards shards,
+ * undivided, for the hierarchical path) in chunks of `chunk` bytes.
+ */
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll);
+cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);
 
 #endif

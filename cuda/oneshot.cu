@@ -313,13 +313,15 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
                : launch_ll<T, ll_flagged>(a, in, out, bytes, esize, op, divisor, stream);
 }
 
-cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, int ll, const void *in, void *out, size_t count,
-                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, cudaStream_t stream)
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll)
 {
-    size_t esize = hiar_dtype_size(dtype);
-    return hiar_dispatch_dtype(dtype, [&](auto tag) {
-        return ll ? launch<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream)
-                  : launch_push<decltype(tag)>(a, in, out, count * esize, (int)esize, op, divisor, stream);
+    size_t bytes = hiar_call_bytes(c);
+    int esize = (int)c->esize;
+    cudaStream_t stream = (cudaStream_t)c->stream;
+
+    return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        return ll ? launch<decltype(tag)>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream)
+                  : launch_push<decltype(tag)>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream);
     });
 }
 

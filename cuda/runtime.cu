@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/error.h"
 #include "cuda/api.h"
+#include "cuda/check.h"
 
 /* Asked once per process: without a usable GPU no pointer is device memory,
  * and a failing runtime call per allreduce would cost more than the call. */
@@ -89,12 +89,12 @@ extern "C" int hiar_cuda_mps_running(void)
 extern "C" hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out)
 {
     cudaError_t err = cudaMallocHost(out, bytes);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return hiar_error_set(HIAR_NO_MEMORY, "cudaMallocHost of %zu bytes failed: %s", bytes,
-                              cudaGetErrorString(err));
-    }
-    return HIAR_SUCCESS;
+    char what[64];
+
+    if (err == cudaSuccess)
+        return HIAR_SUCCESS;
+    snprintf(what, sizeof(what), "cudaMallocHost of %zu bytes", bytes);
+    return hiar_cuda_error(err, what); /* out of pinned memory is HIAR_NO_MEMORY */
 }
 
 extern "C" void hiar_cuda_host_free(void *ptr)
@@ -102,22 +102,16 @@ extern "C" void hiar_cuda_host_free(void *ptr)
     cudaFreeHost(ptr);
 }
 
-static hiar_result_t copy_failed(cudaError_t err, const char *what)
-{
-    cudaGetLastError();
-    return hiar_error_set(HIAR_CUDA_ERROR, "%s failed: %s", what, cudaGetErrorString(err));
-}
-
 extern "C" hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
-    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaMemcpyAsync");
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaMemcpyAsync");
 }
 
 extern "C" hiar_result_t hiar_cuda_sync(void *stream)
 {
     cudaError_t err = cudaStreamSynchronize((cudaStream_t)stream);
-    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaStreamSynchronize");
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaStreamSynchronize");
 }
 
 extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)
@@ -131,5 +125,5 @@ extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     cudaError_t err = cudaStreamIsCapturing((cudaStream_t)stream, &status);
     *capturing = status != cudaStreamCaptureStatusNone;
-    return err == cudaSuccess ? HIAR_SUCCESS : copy_failed(err, "cudaStreamIsCapturing");
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaStreamIsCapturing");
 }

@@ -54,7 +54,7 @@ __device__ __forceinline__ void block_part(const ts_chunk &c, int s, size_t *lo,
 {
     size_t s_hi, rel_lo, rel_hi, len;
     hiar_ipc_shard_range(c.bytes, c.nshards, s, s_lo, &s_hi);
-    split(c.span / HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
+    hiar_range_scaled(c.span / HIAR_UNIT, HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
     len = s_hi - *s_lo;
     *lo = *s_lo + (rel_lo < len ? rel_lo : len);
     *hi = *s_lo + (rel_hi < len ? rel_hi : len);
@@ -266,15 +266,16 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const hiar_ipc_direct_t *d, 
                            steps);
 }
 
-cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const void *in, void *out, size_t count,
-                                    hiar_dtype_t dtype, hiar_op_t op, int divisor, int nshards, int steps,
-                                    size_t chunk, const hiar_ipc_direct_t *direct, cudaStream_t stream)
+cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk)
 {
     static const hiar_ipc_direct_t none = {};
-    size_t esize = hiar_dtype_size(dtype);
-    return hiar_dispatch_dtype(dtype, [&](auto tag) {
-        return launch<decltype(tag)>(a, direct ? direct : &none, in, out, count * esize, (int)esize, op, divisor,
-                                     nshards, steps, chunk, stream);
+    const bool whole = steps == HIAR_STEP_ALLREDUCE;
+    const hiar_ipc_direct_t *d = whole && c->out_window ? c->out_window : &none;
+
+    return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        return launch<decltype(tag)>(a, d, c->sendbuf, c->recvbuf, hiar_call_bytes(c), (int)c->esize, c->op,
+                                     whole ? c->divisor : 0, whole ? a->n : c->nshards, (int)steps, chunk,
+                                     (cudaStream_t)c->stream);
     });
 }
 

@@ -115,6 +115,35 @@ HIAR_API const char *hiar_strerror(hiar_result_t rc);
 /* Detailed message of the calling thread's last failure ("" if none). */
 HIAR_API const char *hiar_last_error(void);
 
+/* The level of a log line, as HIAR_DEBUG names them. */
+#define HIAR_LOG_LEVEL_WARN 1
+#define HIAR_LOG_LEVEL_INFO 2
+#define HIAR_LOG_LEVEL_TRACE 3
+
+/*
+ * Receives one log line: level is HIAR_LOG_LEVEL_*, subsys the subsystem
+ * ("INIT", "SHM", ...), line the whole line as it would be written, without
+ * the newline, e.g.
+ *     node01:4242:3 hiar WARN SHM cannot reserve ... in /dev/shm (shm.c:72)
+ * The strings are valid during the call only.
+ */
+typedef void (*hiar_log_handler_t)(void *arg, int level, const char *subsys, const char *line);
+
+/*
+ * Process-wide: sends every log line that HIAR_DEBUG and HIAR_DEBUG_SUBSYS
+ * let through to handler(arg, ...) instead of stderr or HIAR_DEBUG_FILE
+ * (for programs that embed hiar, e.g. into Python's logging); NULL restores
+ * the file.  Any thread may call it at any time, before the first
+ * hiar_comm_create included.  The handler runs on the thread that logs,
+ * which is the thread inside a hiar call (hiar starts no threads), one call
+ * at a time under a lock of hiar's; once hiar_log_set_handler returns, the
+ * old handler is not running and is not called again, so its arg may be
+ * freed.  The handler must not call hiar (its lines would go to the file;
+ * hiar_log_set_handler fails with HIAR_INVALID_USAGE), and a lock it takes
+ * (Python's GIL) must not be held by threads while they call hiar.
+ */
+HIAR_API hiar_result_t hiar_log_set_handler(hiar_log_handler_t handler, void *arg);
+
 /* Run-time library version, e.g. "0.1.0". */
 HIAR_API const char *hiar_version(void);
 

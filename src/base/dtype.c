@@ -1,15 +1,28 @@
-/* Sizes and names of dtypes and ops. */
+/* Sizes and names of dtypes (base/dtypes.def) and ops. */
+#include <stdint.h>
+
 #include "hiar.h"
 
 static const struct {
     const char *name;
     size_t size;
 } dtypes[HIAR_DTYPE_COUNT] = {
-    [HIAR_INT32] = {"int32", 4},     [HIAR_INT64] = {"int64", 8},
-    [HIAR_FLOAT16] = {"float16", 2}, [HIAR_BFLOAT16] = {"bfloat16", 2},
-    [HIAR_FLOAT32] = {"float32", 4}, [HIAR_FLOAT64] = {"float64", 8},
-    [HIAR_UINT8] = {"uint8", 1},     [HIAR_INT8] = {"int8", 1},
+#define HIAR_DTYPE(E, NAME, HOST_T, ...) [HIAR_##E] = {NAME, sizeof(HOST_T)},
+#include "dtypes.def"
+#undef HIAR_DTYPE
 };
+
+/* dtypes.def lists every hiar_dtype_t, in order. */
+enum {
+#define HIAR_DTYPE(E, ...) HIAR_DTYPE_ORDER_##E,
+#include "dtypes.def"
+#undef HIAR_DTYPE
+    HIAR_DTYPES_LISTED
+};
+_Static_assert((int)HIAR_DTYPES_LISTED == (int)HIAR_DTYPE_COUNT, "dtypes.def lists every hiar_dtype_t");
+#define HIAR_DTYPE(E, ...) _Static_assert((int)HIAR_DTYPE_ORDER_##E == (int)HIAR_##E, "dtypes.def in hiar_dtype_t's order");
+#include "dtypes.def"
+#undef HIAR_DTYPE
 
 static const char *const ops[HIAR_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
 

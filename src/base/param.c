@@ -7,13 +7,11 @@
 #include <strings.h>
 
 #include "base/error.h"
-#include "base/log.h"
 #include "base/param.h"
 
-extern char **environ;
-
 const hiar_param_info_t hiar_param_table[HIAR_PARAM_COUNT] = {
-#define HIAR_PARAM(name, type, def, choices, doc) {"HIAR_" #name, HIAR_PTYPE_##type, def, choices, doc},
+#define HIAR_PARAM(name, type, def, choices, scope, doc)                                      \
+    {"HIAR_" #name, HIAR_PTYPE_##type, def, choices, HIAR_PSCOPE_##scope, doc},
 #include "params.def"
 #undef HIAR_PARAM
 };
@@ -28,6 +26,12 @@ const char *hiar_param_type_name(hiar_param_type_t type)
 {
     static const char *const names[] = {"string", "enum", "size", "int", "bool"};
     return names[type];
+}
+
+const char *hiar_param_scope_name(hiar_param_scope_t scope)
+{
+    static const char *const names[] = {"process", "comm"};
+    return names[scope];
 }
 
 int hiar_param_find(const char *name)
@@ -117,102 +121,4 @@ hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *
     }
     *num = value;
     return HIAR_SUCCESS;
-}
-
-static hiar_result_t param_set(hiar_params_t *p, hiar_param_id_t id, const char *text,
-                               hiar_param_source_t src)
-{
-    long long num;
-    char *copy;
-
-    HIAR_CHECK(hiar_param_parse(id, text, &num));
-    copy = strdup(text);
-    if (!copy)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot copy the value of %s", hiar_param_table[id].name);
-    free(p->v[id].text);
-    p->v[id] = (hiar_param_value_t){copy, num, src};
-    return HIAR_SUCCESS;
-}
-
-/* Warn about HIAR_* variables that name no parameter: usually a typo. */
-static void warn_unknown_env(void)
-{
-    for (char **e = environ; e && *e; e++) {
-        char name[128];
-        size_t n = strcspn(*e, "=");
-        if (strncmp(*e, "HIAR_", 5) != 0 || n >= sizeof(name))
-            continue;
-        memcpy(name, *e, n);
-        name[n] = '\0';
-        if (hiar_param_find(name) < 0 && strncmp(name, "HIAR_TEST", 9) != 0)
-            HIAR_WARN(INIT, "%s is not a hiar parameter and is ignored (hiar-info --params lists them)",
-                      name);
-    }
-}
-
-static hiar_result_t apply_settings(hiar_params_t *p, const char *settings)
-{
-    char *copy = strdup(settings), *save = NULL;
-    hiar_result_t rc = HIAR_SUCCESS;
-
-    if (!copy)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot copy the config settings");
-    for (char *item = strtok_r(copy, ";\n", &save); item; item = strtok_r(NULL, ";\n", &save)) {
-        char *eq = strchr(item, '=');
-        int id;
-        while (isspace((unsigned char)*item))
-            item++;
-        if (!*item)
-            continue;
-        if (!eq) {
-            rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
-                                "config setting \"%s\" is invalid: expected NAME=value", item);
-            break;
-        }
-        *eq = '\0';
-        id = hiar_param_find(item);
-        if (id < 0) {
-            rc = hiar_error_set(HIAR_INVALID_ARGUMENT,
-                                "config setting names %s, which is not a hiar parameter", item);
-            break;
-        }
-        rc = param_set(p, (hiar_param_id_t)id, eq + 1, HIAR_SRC_CONFIG);
-        if (rc != HIAR_SUCCESS)
-            break;
-    }
-    free(copy);
-    return rc;
-}
-
-hiar_result_t hiar_params_load(hiar_params_t *p, const char *settings)
-{
-    hiar_result_t rc;
-
-    memset(p, 0, sizeof(*p));
-    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
-        HIAR_CHECK_GOTO(param_set(p, (hiar_param_id_t)i, hiar_param_table[i].def, HIAR_SRC_DEFAULT),
-                        rc, err_free);
-    }
-    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
-        const char *env = getenv(hiar_param_table[i].name);
-        if (env && param_set(p, (hiar_param_id_t)i, env, HIAR_SRC_ENV) != HIAR_SUCCESS)
-            HIAR_WARN(INIT, "%s; using the default \"%s\"", hiar_last_error(),
-                      hiar_param_table[i].def);
-    }
-    warn_unknown_env();
-    if (settings)
-        HIAR_CHECK_GOTO(apply_settings(p, settings), rc, err_free);
-    return HIAR_SUCCESS;
-
-err_free:
-    hiar_params_free(p);
-    return rc;
-}
-
-void hiar_params_free(hiar_params_t *p)
-{
-    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
-        free(p->v[i].text);
-        p->v[i].text = NULL;
-    }
 }

@@ -1,11 +1,11 @@
-/* HIAR_* parameters: defaults, environment and hiar_config_t settings. */
+/* HIAR_* parameters: the table made from params.def, and parsing one value. */
 #ifndef HIAR_PARAM_H
 #define HIAR_PARAM_H
 
 #include "hiar.h"
 
 typedef enum {
-#define HIAR_PARAM(name, type, def, choices, doc) HIAR_P_##name,
+#define HIAR_PARAM(name, type, def, choices, scope, doc) HIAR_P_##name,
 #include "params.def"
 #undef HIAR_PARAM
     HIAR_PARAM_COUNT
@@ -15,8 +15,13 @@ typedef enum { HIAR_PTYPE_STR, HIAR_PTYPE_ENUM, HIAR_PTYPE_SIZE, HIAR_PTYPE_INT,
 
 typedef enum { HIAR_SRC_DEFAULT, HIAR_SRC_ENV, HIAR_SRC_CONFIG } hiar_param_source_t;
 
+/*
+ * PROCESS: read once per process from the environment (the log, libhiar_mpi.so);
+ * hiar_config_t settings may not name it.  COMM: read by every hiar_comm_create.
+ */
+typedef enum { HIAR_PSCOPE_PROCESS, HIAR_PSCOPE_COMM } hiar_param_scope_t;
+
 /* Values of the ENUM parameters, in the order of their CHOICES in params.def. */
-enum { HIAR_LOG_NONE, HIAR_LOG_WARN, HIAR_LOG_INFO, HIAR_LOG_TRACE };
 enum {
     HIAR_LEVEL_AUTO, HIAR_LEVEL_NVL, HIAR_LEVEL_PIX, HIAR_LEVEL_PXB, HIAR_LEVEL_PHB,
     HIAR_LEVEL_NODE, HIAR_LEVEL_SYS, HIAR_LEVEL_HOST, HIAR_LEVEL_RANK
@@ -29,28 +34,11 @@ typedef struct {
     hiar_param_type_t type;
     const char *def;
     const char *choices; /* "A|B|C" for ENUM, "" otherwise */
+    hiar_param_scope_t scope;
     const char *doc;
 } hiar_param_info_t;
 
 extern const hiar_param_info_t hiar_param_table[HIAR_PARAM_COUNT];
-
-typedef struct {
-    char *text;    /* the value as given (owned) */
-    long long num; /* parsed: enum index, bytes, integer or 0/1 */
-    hiar_param_source_t src;
-} hiar_param_value_t;
-
-typedef struct {
-    hiar_param_value_t v[HIAR_PARAM_COUNT];
-} hiar_params_t;
-
-/*
- * Fill p: defaults, then HIAR_* environment variables (an invalid value is
- * ignored with a warning naming the variable), then `settings`
- * ("NAME=value;NAME=value", may be NULL; an invalid one fails the call).
- */
-hiar_result_t hiar_params_load(hiar_params_t *p, const char *settings);
-void hiar_params_free(hiar_params_t *p);
 
 /* Parse one value of parameter id; on failure the last error says why. */
 hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *num);
@@ -60,5 +48,6 @@ int hiar_param_find(const char *name);
 
 const char *hiar_param_source_name(hiar_param_source_t src);
 const char *hiar_param_type_name(hiar_param_type_t type);
+const char *hiar_param_scope_name(hiar_param_scope_t scope);
 
 #endif

@@ -141,29 +141,29 @@ static inline uint16_t f32_to_f16(float value)
         }                                                                                    \
     }
 
-DEFINE_REDUCE(reduce_i32, int32_t, int32_t, uint32_t, INT_, LOAD_ID, STORE_ID)
-DEFINE_REDUCE(reduce_i64, int64_t, int64_t, uint64_t, INT_, LOAD_ID, STORE_ID)
-DEFINE_REDUCE(reduce_u8, uint8_t, uint8_t, uint8_t, INT_, LOAD_ID, STORE_ID)
-DEFINE_REDUCE(reduce_i8, int8_t, int8_t, uint8_t, INT_, LOAD_ID, STORE_ID)
-DEFINE_REDUCE(reduce_f16, uint16_t, float, float, FLT_, f16_to_f32, f32_to_f16)
-DEFINE_REDUCE(reduce_bf16, uint16_t, float, float, FLT_, bf16_to_f32, f32_to_bf16)
-DEFINE_REDUCE(reduce_f32, float, float, float, FLT_, LOAD_ID, STORE_ID)
-DEFINE_REDUCE(reduce_f64, double, double, double, FLT_, LOAD_ID, STORE_ID)
+#define HIAR_DTYPE(E, NAME, HOST_T, DEVICE_T, ACC_T, WRAP_T, ARITH, LOAD, STORE) \
+    DEFINE_REDUCE(reduce_##E, HOST_T, ACC_T, WRAP_T, ARITH, LOAD, STORE)
+#include "dtypes.def"
+#undef HIAR_DTYPE
 
 void hiar_reduce_host(void *dst, const void *const *srcs, int nsrc, size_t count,
                       hiar_dtype_t dtype, hiar_op_t op, int divisor)
 {
-#define DISPATCH(fn, T) fn((T *)dst, (const T *const *)srcs, nsrc, count, op, divisor)
     switch (dtype) {
-    case HIAR_INT32: DISPATCH(reduce_i32, int32_t); break;
-    case HIAR_INT64: DISPATCH(reduce_i64, int64_t); break;
-    case HIAR_UINT8: DISPATCH(reduce_u8, uint8_t); break;
-    case HIAR_INT8: DISPATCH(reduce_i8, int8_t); break;
-    case HIAR_FLOAT16: DISPATCH(reduce_f16, uint16_t); break;
-    case HIAR_BFLOAT16: DISPATCH(reduce_bf16, uint16_t); break;
-    case HIAR_FLOAT32: DISPATCH(reduce_f32, float); break;
-    case HIAR_FLOAT64: DISPATCH(reduce_f64, double); break;
+#define HIAR_DTYPE(E, NAME, HOST_T, ...)                                                          \
+    case HIAR_##E:                                                                               \
+        reduce_##E((HOST_T *)dst, (const HOST_T *const *)srcs, nsrc, count, op, divisor);          \
+        break;
+#include "dtypes.def"
+#undef HIAR_DTYPE
     default: break;
     }
-#undef DISPATCH
+}
+
+void hiar_reduce_divide(void *buf, size_t count, hiar_dtype_t dtype, int divisor)
+{
+    const void *src = buf;
+
+    if (divisor > 1)
+        hiar_reduce_host(buf, &src, 1, count, dtype, HIAR_SUM, divisor);
 }

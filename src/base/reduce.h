@@ -14,4 +14,7 @@
 void hiar_reduce_host(void *dst, const void *const *srcs, int nsrc, size_t count,
                       hiar_dtype_t dtype, hiar_op_t op, int divisor);
 
+/* The last step of an average: buf /= divisor (nothing when divisor <= 1). */
+void hiar_reduce_divide(void *buf, size_t count, hiar_dtype_t dtype, int divisor);
+
 #endif

@@ -18,7 +18,7 @@
 /* Polls between two reads of the clock. */
 #define HIAR_WAIT_CLOCK_EVERY 64
 
-typedef struct {
+typedef struct hiar_wait {
     uint64_t deadline_ns;
     int timeout_ms;
     const atomic_int *abort; /* set by hiar_comm_abort from another thread */

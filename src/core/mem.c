@@ -1,23 +1,21 @@
 /*
  * hiar_mem_*: registered device memory.  Every call is collective over the
  * comm and agreed: it succeeds or fails on every rank together, so that the
- * ranks' tables of windows stay the same.  Builds without CUDA check the
+ * ranks' tables of registrations stay the same.  Builds without CUDA check the
  * arguments and agree alike, then report that there is no GPU memory.
  */
 #include "config.h"
 
-#include "core/comm.h"
 #include "base/error.h"
-#ifdef HIAR_HAVE_CUDA
-#include "cuda/api.h"
-#endif
+#include "core/comm.h"
+#include "net/coll.h"
 
-/* The window registered at exactly ptr, -1 if none; *owned: from hiar_mem_alloc. */
+/* The entry registered at exactly ptr, -1 if none; *owned: from hiar_mem_alloc. */
 static int registered(const hiar_comm_t *comm, const void *ptr, int *owned)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (comm->dev)
-        return hiar_devcomm_registered(comm->dev, ptr, owned);
+    if (comm->gpu)
+        return hiar_reg_find(&comm->gpu->reg, ptr, owned);
 #else
     (void)comm;
     (void)ptr;
@@ -30,7 +28,7 @@ static int registered(const hiar_comm_t *comm, const void *ptr, int *owned)
 static hiar_result_t need_gpu(const hiar_comm_t *comm, const char *call)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (comm->dev)
+    if (comm->gpu)
         return HIAR_SUCCESS;
     return hiar_error_set(HIAR_UNSUPPORTED, "%s: this rank has no GPU", call);
 #else
@@ -60,12 +58,13 @@ static hiar_result_t check_range(const hiar_comm_t *comm, const void *ptr, size_
 /* Registers on every rank or on none; owned memory is freed with it, or here if that fails. */
 static hiar_result_t add(hiar_comm_t *comm, void *ptr, size_t bytes, int owned, const char *call)
 {
-    hiar_result_t rc = hiar_devcomm_register(comm->dev, ptr, bytes, owned), all;
-    int window;
+    hiar_reg_group_t g = hiar_gpu_reg_group(comm->gpu);
+    hiar_result_t rc = hiar_reg_add(&comm->gpu->reg, &g, ptr, bytes, owned), all;
+    int entry;
 
-    all = hiar_comm_agree(comm, rc, call);
-    if (rc == HIAR_SUCCESS && all != HIAR_SUCCESS && (window = registered(comm, ptr, &owned)) >= 0)
-        hiar_devcomm_deregister(comm->dev, window); /* the whole group registered: it undoes it together */
+    all = hiar_net_agree(comm->mpi, rc, call);
+    if (rc == HIAR_SUCCESS && all != HIAR_SUCCESS && (entry = registered(comm, ptr, &owned)) >= 0)
+        hiar_reg_remove(&comm->gpu->reg, &g, entry, 1); /* the whole group registered: it undoes it together */
     else if (rc != HIAR_SUCCESS && owned)
         hiar_cuda_mem_free(ptr);
     return all;
@@ -77,7 +76,7 @@ hiar_result_t hiar_mem_register(hiar_comm_t *comm, void *ptr, size_t bytes)
     hiar_result_t rc;
 
     HIAR_CHECK(hiar_comm_enter(comm, "hiar_mem_register"));
-    rc = hiar_comm_agree(comm, check_range(comm, ptr, bytes), "hiar_mem_register");
+    rc = hiar_net_agree(comm->mpi, check_range(comm, ptr, bytes), "hiar_mem_register");
 #ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
         rc = add(comm, ptr, bytes, 0, "hiar_mem_register");
@@ -102,9 +101,9 @@ hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr)
         rc = need_gpu(comm, "hiar_mem_alloc");
 #ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
-        rc = hiar_devcomm_mem_alloc(comm->dev, bytes, &p);
+        rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &p);
 #endif
-    rc = hiar_comm_agree(comm, rc, "hiar_mem_alloc");
+    rc = hiar_net_agree(comm->mpi, rc, "hiar_mem_alloc");
 #ifdef HIAR_HAVE_CUDA
     if (rc == HIAR_SUCCESS)
         rc = add(comm, p, bytes, 1, "hiar_mem_alloc");
@@ -118,43 +117,46 @@ hiar_result_t hiar_mem_alloc(hiar_comm_t *comm, size_t bytes, void **ptr)
 }
 
 /*
- * Agreed outcome of a release of window (-1: none here): also fails where
- * ranks name different windows (their tables would part, and memory a peer
+ * Agreed outcome of a release of entry (-1: none here): also fails where
+ * ranks name different registrations (their tables would part, and memory a peer
  * maps could be freed).
  */
-static hiar_result_t agree_window(hiar_comm_t *comm, hiar_result_t rc, int window, const char *call)
+static hiar_result_t agree_release(hiar_comm_t *comm, hiar_result_t rc, int entry, const char *call)
 {
-    int range[2] = {window, -window};
+    long long mine = entry, lo, hi;
+    hiar_result_t mrc = hiar_net_bounds(comm->mpi, &mine, &lo, &hi, 1);
 
-    if (PMPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm->mpi) != MPI_SUCCESS && rc == HIAR_SUCCESS)
-        rc = hiar_error_set(HIAR_MPI_ERROR, "%s: MPI_Allreduce of the registrations failed", call);
-    else if (rc == HIAR_SUCCESS && range[0] != -range[1])
+    if (mrc != HIAR_SUCCESS && rc == HIAR_SUCCESS)
+        rc = mrc;
+    else if (rc == HIAR_SUCCESS && lo != hi)
         rc = hiar_error_set(HIAR_INVALID_USAGE,
                             "%s: the ranks release different registrations (the %d-th here, from the %d-th to "
                             "the %d-th over the ranks): release in one order on every rank",
-                            call, window + 1, -range[1] + 1, range[0] + 1);
-    return hiar_comm_agree(comm, rc, call);
+                            call, entry + 1, (int)lo + 1, (int)hi + 1);
+    return hiar_net_agree(comm->mpi, rc, call);
 }
 
 /* hiar_mem_free (owned) and hiar_mem_deregister: ptr leaves every rank's table. */
 static hiar_result_t release(hiar_comm_t *comm, void *ptr, int want_owned, const char *call)
 {
     hiar_result_t rc = HIAR_SUCCESS;
-    int owned = 0, window;
+    int owned = 0, entry;
 
     HIAR_CHECK(hiar_comm_enter(comm, call));
-    window = registered(comm, ptr, &owned);
-    if (window < 0)
+    entry = registered(comm, ptr, &owned);
+    if (entry < 0)
         rc = hiar_error_set(HIAR_INVALID_ARGUMENT, "%s: %p is not %s with this comm", call, ptr,
                             want_owned ? "memory from hiar_mem_alloc" : "registered");
     else if (owned != want_owned)
         rc = hiar_error_set(HIAR_INVALID_ARGUMENT, "%s: %p comes from %s; release it with %s", call, ptr,
                             owned ? "hiar_mem_alloc" : "hiar_mem_register",
                             owned ? "hiar_mem_free" : "hiar_mem_deregister");
-    rc = agree_window(comm, rc, window, call);
+    rc = agree_release(comm, rc, entry, call);
 #ifdef HIAR_HAVE_CUDA
-    if (rc == HIAR_SUCCESS)
-        hiar_devcomm_deregister(comm->dev, window);
+    if (rc == HIAR_SUCCESS) {
+        hiar_reg_group_t g = hiar_gpu_reg_group(comm->gpu);
+        hiar_reg_remove(&comm->gpu->reg, &g, entry, 1);
+    }
 #endif
     hiar_comm_leave(comm);
     return rc;

@@ -1,44 +1,98 @@
-/* Path choice per call. */
+/* Path choice per call, and the limits it is made from. */
 #include "base/param.h"
 #include "core/plan.h"
+#include "cuda/api.h"
 
-const char *hiar_plan_name(hiar_plan_t path)
+const char *hiar_plan_name(hiar_plan_t p)
 {
-    static const char *const names[] = {"oneshot", "twoshot", "hier", "hier-oneshot", "mpi", "ipc-ll", "ipc-push", "ipc-twoshot"};
-    return names[path];
+    static const char *const algs[][5] = {
+        {"oneshot", "twoshot", "hier", "hier-oneshot", "mpi"},
+        {"ipc-oneshot", "ipc-twoshot", "hier (GPU)", "hier-oneshot (GPU)", "mpi (GPU)"},
+        {"staged oneshot", "staged twoshot", "staged hier", "staged hier-oneshot", "staged mpi"}};
+    static const char *const kernels[] = {"", "ipc-ll", "ipc-push", "ipc-twoshot"};
+
+    return p.via == HIAR_VIA_DEVICE && p.kernel != HIAR_KERNEL_NONE ? kernels[p.kernel] : algs[p.via][p.alg];
 }
 
-static hiar_plan_t choose_ipc(const hiar_plan_input_t *in)
+int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
 {
-    size_t limit = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
+    return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk;
+}
 
-    if (limit > in->ipc_ll_max)
-        limit = in->ipc_ll_max;
+void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
+{
+    size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
+    size_t hier = in->oneshot_max ? in->oneshot_max : HIAR_HIER_ONESHOT_MAX_DEFAULT;
+    size_t ll = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
+
+    out->shm_slot = in->slot_bytes ? in->slot_bytes : HIAR_SHM_SLOT_DEFAULT;
+    out->ipc_slot = in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
+    out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
+    out->hier_oneshot_max = hier < fits ? hier : fits;
+    out->ipc_ll_max = ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
+    out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
+}
+
+static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
+{
+    hiar_plan_t p = {alg, via, kernel, 0};
+    return p;
+}
+
+static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
+{
+    hiar_kernel_t k;
+
     if (in->algo == HIAR_ALGO_ONESHOT)
-        return in->bytes <= in->ipc_ll_max ? HIAR_PLAN_IPC_LL : HIAR_PLAN_IPC_PUSH;
-    if (in->algo != HIAR_ALGO_AUTO)
-        return HIAR_PLAN_IPC_TWOSHOT;
-    if (in->bytes <= limit)
-        return HIAR_PLAN_IPC_LL;
-    return in->bytes <= (in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX) ? HIAR_PLAN_IPC_PUSH
-                                                                                  : HIAR_PLAN_IPC_TWOSHOT;
+        k = in->bytes <= in->ipc_ll_max ? HIAR_KERNEL_LL : HIAR_KERNEL_PUSH;
+    else if (in->algo != HIAR_ALGO_AUTO)
+        k = HIAR_KERNEL_TWOSHOT;
+    else
+        k = in->bytes <= l->ipc_ll_max ? HIAR_KERNEL_LL
+            : in->bytes <= l->ipc_push_max ? HIAR_KERNEL_PUSH
+                                          : HIAR_KERNEL_TWOSHOT;
+    return plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
 }
 
+/* The algorithm over ngroups of the side, by size and HIAR_ALGO, through the host side's transport. */
+static hiar_alg_t choose_alg(const hiar_plan_input_t *in, const hiar_plan_limits_t *l, int ngroups)
+{
+    if (in->algo == HIAR_ALGO_MPI || (ngroups == in->nranks && in->nranks > 1))
+        return HIAR_ALG_MPI;
+    if (ngroups > 1)
+        return in->algo == HIAR_ALGO_AUTO && in->bytes <= l->hier_oneshot_max ? HIAR_ALG_HIER_ONESHOT
+                                                                               : HIAR_ALG_HIER;
+    switch (in->algo) {
+    case HIAR_ALGO_ONESHOT: return HIAR_ALG_ONESHOT;
+    case HIAR_ALGO_TWOSHOT:
+    case HIAR_ALGO_HIER: return HIAR_ALG_TWOSHOT;
+    default: return in->bytes <= l->shm_oneshot_max ? HIAR_ALG_ONESHOT : HIAR_ALG_TWOSHOT;
+    }
+}
+
+/*
+ * Device buffers: one group with IPC runs a kernel; several groups the
+ * kernels around the step between groups, from HIAR_DEVICE_HIER_MIN and
+ * where every group can; the rest through host memory along the host
+ * grouping (small messages over groups too: MPI needs them on the host
+ * anyway, and the host's shared memory is quicker than two kernels and a sync).
+ */
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
 {
-    size_t oneshot_max = in->oneshot_max ? in->oneshot_max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    hiar_plan_limits_t l;
+    hiar_alg_t alg;
 
-    if (in->algo == HIAR_ALGO_MPI || (in->ngroups == in->nranks && in->nranks > 1))
-        return HIAR_PLAN_MPI;
-    if (in->ngroups > 1)
-        return in->algo == HIAR_ALGO_AUTO && in->bytes <= in->hier_oneshot_max ? HIAR_PLAN_HIER_ONESHOT
-                                                                                : HIAR_PLAN_HIER;
-    if (in->ipc)
-        return choose_ipc(in);
-    switch (in->algo) {
-    case HIAR_ALGO_ONESHOT: return HIAR_PLAN_ONESHOT;
-    case HIAR_ALGO_TWOSHOT:
-    case HIAR_ALGO_HIER: return HIAR_PLAN_TWOSHOT;
-    default: return in->bytes <= oneshot_max ? HIAR_PLAN_ONESHOT : HIAR_PLAN_TWOSHOT;
+    hiar_plan_limits(in, &l);
+    if (!in->device)
+        return plan_of(choose_alg(in, &l, in->ngroups), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
+    alg = choose_alg(in, &l, in->ngroups);
+    if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
+        return choose_ipc(in, &l);
+    if (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN && in->hier_ready) {
+        hiar_plan_t p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
+        p.chunk = hiar_ipc_hier_chunk(l.ipc_slot, in->device_nshards);
+        return p;
     }
+    return plan_of(choose_alg(in, &l, in->host_ngroups), HIAR_VIA_STAGED, HIAR_KERNEL_NONE);
 }

@@ -1,19 +1,15 @@
-/* Choice of the path of one call; a pure function of values every rank shares. */
+/*
+ * The plan of one call (base/call.h's hiar_plan_t) and every threshold and
+ * default it depends on: a pure function of values every rank shares, so
+ * every rank picks alike.  hiar_comm_describe prints the same resolved
+ * limits (hiar_plan_limits).
+ */
 #ifndef HIAR_PLAN_H
 #define HIAR_PLAN_H
 
 #include <stddef.h>
 
-typedef enum {
-    HIAR_PLAN_ONESHOT, /* inside the one group: everyone reduces everything */
-    HIAR_PLAN_TWOSHOT, /* inside the one group: reduce-scatter + all-gather */
-    HIAR_PLAN_HIER,    /* reduce-scatter in groups, MPI between, all-gather */
-    HIAR_PLAN_HIER_ONESHOT, /* small: one-shot in groups, every rank MPI between */
-    HIAR_PLAN_MPI,     /* MPI_Allreduce over all ranks */
-    HIAR_PLAN_IPC_LL,      /* device buffers, one group: LL one-shot kernel */
-    HIAR_PLAN_IPC_PUSH,    /* device buffers, one group: push one-shot kernel */
-    HIAR_PLAN_IPC_TWOSHOT  /* device buffers, one group: two-shot kernel */
-} hiar_plan_t;
+#include "base/call.h"
 
 /* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0. */
 #define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
@@ -39,20 +35,45 @@ typedef enum {
  * two, two-shot reduces half each: on 2 H200 push led at 4 MB (23 against
  * 46 us), two-shot from 16 MB (69 against 76 us; 346 against 287 GB/s at 1 GB). */
 #define HIAR_IPC_PUSH2_MAX (8 * 1024 * 1024)
+/* shm slot bytes when HIAR_BUFFER_SIZE is 0: chunks of 1 MB stay in L2 while reduced. */
+#define HIAR_SHM_SLOT_DEFAULT ((size_t)1 << 20)
+/* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
+ * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
+ * 2 H200: 255 GB/s at 1 GB with 32 MB slots, 305 GB/s with 128 MB). */
+#define HIAR_IPC_SLOT_DEFAULT ((size_t)64 << 20)
+/* Chunk of the MPI path, reduced in the comm's own buffer; hier-oneshot's
+ * copies of the group sum must fit it too. */
+#define HIAR_MPI_SCRATCH_BYTES ((size_t)4 << 20)
 
 typedef struct {
-    int nranks, ngroups;
+    int nranks;
+    int ngroups;        /* groups of the call's buffers' side */
     size_t bytes;       /* message size */
     int algo;           /* HIAR_ALGO */
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
-    int ipc;            /* device buffers and the group has the IPC transport */
-    size_t hier_oneshot_max; /* over groups: largest one-shot hier message, 0 = none */
-    size_t ipc_ll_max;  /* largest message the IPC one-shot kernel takes */
+    size_t slot_bytes;  /* HIAR_BUFFER_SIZE, 0 = default */
+    int host_ngroups, host_nshards; /* the host side's grouping */
+    int device;         /* device buffers */
+    int ipc;            /* device buffers: this rank's group has the CUDA IPC transport */
+    int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
+    int device_nshards; /* the device side's shards between groups */
+    size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
 } hiar_plan_input_t;
 
-/* Device buffers on a path of the host (not IPC) are staged through host memory. */
+/* The defaults and thresholds of a comm, resolved. */
+typedef struct {
+    size_t shm_slot, ipc_slot;   /* bytes per slot */
+    size_t shm_oneshot_max;      /* one group of host buffers: one-shot up to this */
+    size_t hier_oneshot_max;     /* host buffers over groups: hier-oneshot up to this */
+    size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */
+    size_t ipc_push_max;         /* ... push up to this, then two-shot */
+} hiar_plan_limits_t;
 
+void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
-const char *hiar_plan_name(hiar_plan_t path);
+
+/* "oneshot", "ipc-ll", "staged twoshot", ...: what the trace and describe say. */
+const char *hiar_plan_name(hiar_plan_t plan);
+int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b);
 
 #endif

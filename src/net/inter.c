@@ -23,8 +23,10 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "net/inter.h"
+#include "base/range.h"
 #include "base/reduce.h"
+#include "net/coll.h"
+#include "net/inter.h"
 
 /* Bytes per message: MPI counts are int. */
 #define INTER_PIECE_MAX ((size_t)1 << 30)
@@ -60,18 +62,6 @@ static void abandon_recv_buffer(void)
     recv_area.bytes = 0;
 }
 
-hiar_result_t hiar_mpi_wait(int n, MPI_Request *reqs, hiar_wait_t *wait)
-{
-    for (;;) {
-        int done = 0, rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS)
-            return hiar_error_mpi(rc, "MPI_Testall");
-        if (done)
-            return HIAR_SUCCESS;
-        HIAR_CHECK(hiar_wait_poll(wait));
-    }
-}
-
 typedef struct {
     MPI_Comm comm;
     int rank, size;
@@ -93,7 +83,7 @@ static hiar_result_t exchange(const inter_t *x, const void *send, size_t sbytes,
         mrc = MPI_Irecv(recv, (int)rbytes, MPI_BYTE, from, INTER_TAG, x->comm, &req[0]);
     if (mrc == MPI_SUCCESS && sbytes)
         mrc = MPI_Isend(send, (int)sbytes, MPI_BYTE, to, INTER_TAG, x->comm, &req[1]);
-    rc = mrc == MPI_SUCCESS ? hiar_mpi_wait(2, req, x->wait)
+    rc = mrc == MPI_SUCCESS ? hiar_net_wait(2, req, x->wait)
                             : hiar_error_mpi(mrc, "MPI point-to-point between groups");
     if (rc != HIAR_SUCCESS)
         abandon_recv_buffer();
@@ -140,14 +130,6 @@ static hiar_result_t doubling(const inter_t *x, char *buf, size_t count)
     return HIAR_SUCCESS;
 }
 
-/* Elements [*first, *first + *n) of segment s of count cut in G. */
-static void segment(const inter_t *x, size_t count, int s, size_t *first, size_t *n)
-{
-    size_t base = count / (size_t)x->size, extra = count % (size_t)x->size, i = (size_t)s;
-    *first = i * base + (i < extra ? i : extra);
-    *n = base + (i < extra);
-}
-
 /*
  * Ring: in step k of the reduce-scatter rank r passes its partial of segment
  * r - k to r + 1 and adds the partial of segment r - k - 1 from r - 1 (the
@@ -161,18 +143,18 @@ static hiar_result_t ring(const inter_t *x, char *buf, size_t count)
     size_t first, n, rfirst, rn, es = x->esize;
     char *tmp;
 
-    segment(x, count, 0, &first, &n);
+    hiar_range_part(count, x->size, 0, &first, &n);
     if (!(tmp = recv_buffer(n * es)))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %zu bytes to receive between groups", n * es);
     for (int k = 0; k < g - 1; k++) {
-        segment(x, count, (r - k + g) % g, &first, &n);
-        segment(x, count, (r - k - 1 + 2 * g) % g, &rfirst, &rn);
+        hiar_range_part(count, x->size, (r - k + g) % g, &first, &n);
+        hiar_range_part(count, x->size, (r - k - 1 + 2 * g) % g, &rfirst, &rn);
         HIAR_CHECK(exchange(x, buf + first * es, n * es, next, tmp, rn * es, prev));
         combine(x, buf + rfirst * es, tmp, buf + rfirst * es, rn);
     }
     for (int k = 0; k < g - 1; k++) {
-        segment(x, count, (r + 1 - k + g) % g, &first, &n);
-        segment(x, count, (r - k + g) % g, &rfirst, &rn);
+        hiar_range_part(count, x->size, (r + 1 - k + g) % g, &first, &n);
+        hiar_range_part(count, x->size, (r - k + g) % g, &rfirst, &rn);
         HIAR_CHECK(exchange(x, buf + first * es, n * es, next, buf + rfirst * es, rn * es, prev));
     }
     return HIAR_SUCCESS;
@@ -208,6 +190,6 @@ hiar_result_t hiar_inter_oneshot(char *sum, size_t n, hiar_dtype_t dtype, hiar_o
     }
     *result = sum + bytes; /* the first owned shard's copy; the others are equal */
     if (op == HIAR_AVG)
-        hiar_reduce_host(*result, (const void *const *)result, 1, n, dtype, HIAR_SUM, divisor);
+        hiar_reduce_divide(*result, n, dtype, divisor);
     return HIAR_SUCCESS;
 }

@@ -32,7 +32,4 @@ hiar_result_t hiar_inter_allreduce(void *buf, size_t count, hiar_dtype_t dtype, 
 hiar_result_t hiar_inter_oneshot(char *sum, size_t n, hiar_dtype_t dtype, hiar_op_t op, const MPI_Comm *shard_comm,
                                  int first, int step, int nshards, int divisor, hiar_wait_t *wait, char **result);
 
-/* Completes n non-blocking MPI requests (MPI_REQUEST_NULL allowed), polled through `wait` (bounded). */
-hiar_result_t hiar_mpi_wait(int n, MPI_Request *reqs, hiar_wait_t *wait);
-
 #endif

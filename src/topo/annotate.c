@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "topo/topo.h"
 
-const char *hiar_transport_name(hiar_transport_t transport)
+const char *hiar_transport_name(hiar_transport_kind_t transport)
 {
     static const char *const names[] = {"none", "ipc", "shm"};
     return names[transport];

@@ -151,7 +151,7 @@ static void describe_level(int level, char *why, size_t len)
         snprintf(why, len, "HIAR_GROUP_LEVEL=auto: NVLink peers, else one PCIe switch tree (PXB), "
                            "else one host bridge or NUMA node (NODE)");
     else if (level == HIAR_LEVEL_RANK)
-        snprintf(why, len, "HIAR_GROUP_LEVEL=RANK: every rank alone, MPI only");
+        snprintf(why, len, HIAR_GROUPING_RANK_WHY);
     else if (level == HIAR_LEVEL_HOST)
         snprintf(why, len, "HIAR_GROUP_LEVEL=HOST: one group per host");
     else

@@ -1,4 +1,5 @@
 /* The grouping of ranks as a table: built from labels or host identities, sized, freed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,5 +79,21 @@ hiar_result_t hiar_grouping_by_host(const char *host_ids, int nranks, hiar_group
     }
     rc = hiar_grouping_from_labels(label, nranks, out);
     free(label);
+    return rc;
+}
+
+hiar_result_t hiar_grouping_singletons(int nranks, hiar_grouping_t *out)
+{
+    int *label = malloc(sizeof(int) * (size_t)nranks);
+    hiar_result_t rc;
+
+    if (!label)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d labels", nranks);
+    for (int r = 0; r < nranks; r++)
+        label[r] = r;
+    rc = hiar_grouping_from_labels(label, nranks, out);
+    free(label);
+    if (rc == HIAR_SUCCESS)
+        snprintf(out->why, sizeof(out->why), HIAR_GROUPING_RANK_WHY);
     return rc;
 }

@@ -24,6 +24,14 @@ static void append_members(const hiar_grouping_t *g, int group, char *buf, size_
         append(buf, len, n, "%s%d", m > g->start[group] ? "," : "", g->members[m]);
 }
 
+void hiar_grouping_members(const hiar_grouping_t *g, int group, char *buf, size_t len)
+{
+    size_t n = 0;
+
+    buf[0] = '\0';
+    append_members(g, group, buf, len, &n);
+}
+
 static void append_groups(const hiar_grouping_t *g, char *buf, size_t len, size_t *n)
 {
     for (int i = 0; i < g->ngroups; i++) {

@@ -70,15 +70,16 @@ hiar_result_t hiar_topo_p2p_none(const hiar_topo_fact_t *facts, int nranks, unsi
 hiar_path_t hiar_topo_path(const hiar_topo_fact_t *a, const hiar_topo_fact_t *b, char *why,
                            size_t len);
 
-typedef enum { HIAR_TRANSPORT_NONE, HIAR_TRANSPORT_IPC, HIAR_TRANSPORT_SHM } hiar_transport_t;
+/* What the topology says a group can use (a label: the transports themselves are src/transport). */
+typedef enum { HIAR_TRANSPORT_NONE, HIAR_TRANSPORT_IPC, HIAR_TRANSPORT_SHM } hiar_transport_kind_t;
 
 /* "none", "ipc", "shm". */
-const char *hiar_transport_name(hiar_transport_t transport);
+const char *hiar_transport_name(hiar_transport_kind_t transport);
 
 /* What the topology says about one group (hiar_topo_annotate). */
 typedef struct {
     hiar_path_t level;          /* farthest path between two members; NONE for one rank */
-    hiar_transport_t transport; /* ipc when every pair passes P2P, shm otherwise, none alone */
+    hiar_transport_kind_t transport; /* ipc when every pair passes P2P, shm otherwise, none alone */
     char why[288];              /* one line: the farthest pair and why, and the transport's reason */
 } hiar_group_info_t;
 
@@ -96,6 +97,12 @@ typedef struct {
     char why[160];    /* one line saying how the grouping was chosen */
     hiar_group_info_t *info; /* [ngroups] from hiar_topo_annotate, or NULL */
 } hiar_grouping_t;
+
+/* Why a grouping of HIAR_GROUP_LEVEL=RANK was chosen. */
+#define HIAR_GROUPING_RANK_WHY "HIAR_GROUP_LEVEL=RANK: every rank alone, MPI only"
+
+/* Every rank alone (HIAR_GROUP_LEVEL=RANK), with its why. */
+hiar_result_t hiar_grouping_singletons(int nranks, hiar_grouping_t *out);
 
 /* Ranks with equal labels form a group. */
 hiar_result_t hiar_grouping_from_labels(const int *label, int nranks, hiar_grouping_t *out);
@@ -118,6 +125,9 @@ int hiar_grouping_max_size(const hiar_grouping_t *g);
 
 /* This host's identity: HIAR_HOST_ID if set, else hostname + boot id. */
 void hiar_topo_host_id(const char *override, char out[HIAR_HOST_ID_MAX]);
+
+/* Writes group's ranks "0,1,2" into buf (cut at len). */
+void hiar_grouping_members(const hiar_grouping_t *g, int group, char *buf, size_t len);
 
 /* Writes the groups as HIAR_GROUPS would take them: "0,1|2,3". */
 hiar_result_t hiar_grouping_format(const hiar_grouping_t *g, char *buf, size_t len);

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/reduce.h"
 #include "base/range.h"
+#include "base/reduce.h"
+#include "net/coll.h"
 #include "transport/shm.h"
+#include "transport/transport.h"
 
 /* Flags sit on their own 128 bytes: two flags on one line would ping-pong it
  * between cores (and adjacent-line prefetch pairs 64-byte lines). */
@@ -110,18 +112,19 @@ static hiar_result_t segment_map(hiar_shm_t *s, MPI_Comm group_comm)
 {
     char name[SEGMENT_NAME_MAX] = "";
     hiar_result_t rc = HIAR_SUCCESS;
-    int failed, any_failed;
+    int any_failed;
 
     if (s->me == 0 && (rc = segment_create(s->map_bytes, name, &s->base)) != HIAR_SUCCESS) {
         /* Peers must not look for a segment that is gone (and blame /dev/shm sharing). */
         name[0] = '\0';
         HIAR_WARN(SHM, "%s", hiar_last_error());
     }
-    MPI_Bcast(name, sizeof(name), MPI_CHAR, 0, group_comm);
+    hiar_net_bcast(group_comm, name, sizeof(name), 0);
     if (s->me != 0 && name[0] && (rc = segment_open(name, s->map_bytes, &s->base)) != HIAR_SUCCESS)
         HIAR_WARN(SHM, "%s", hiar_last_error());
-    failed = rc != HIAR_SUCCESS || !name[0];
-    PMPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, group_comm); /* not the preload's */
+    any_failed = rc != HIAR_SUCCESS || !name[0];
+    if (hiar_net_max(group_comm, &any_failed, 1) != HIAR_SUCCESS)
+        any_failed = 1;
     if (s->me == 0 && name[0])
         shm_unlink(name);
     if (rc == HIAR_SUCCESS && any_failed)
@@ -261,3 +264,69 @@ hiar_result_t hiar_shm_allgather(hiar_shm_t *s, void *recvbuf, size_t count, hia
     }
     return HIAR_SUCCESS;
 }
+
+/* ---- the transport interface (transport.h) ---- */
+
+/* Every rank alone: no shared memory, MPI carries everything. */
+static int shm_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
+{
+    (void)cfg;
+    if (t->groups.ngroups == t->groups.nranks && t->groups.nranks > 1) {
+        snprintf(why, len, "none: every rank alone");
+        return 0;
+    }
+    return 1;
+}
+
+static hiar_result_t shm_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
+                               size_t len)
+{
+    snprintf(why, len, "shm");
+    return hiar_shm_create(t->group_comm, cfg->slot_bytes, (hiar_shm_t **)state);
+}
+
+static hiar_result_t shm_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
+{
+    hiar_shm_t *s = state;
+
+    switch (step) {
+    case HIAR_STEP_REDUCE_SCATTER:
+        return hiar_shm_reduce_scatter(s, c->sendbuf, c->count, c->dtype, c->op, c->nshards, 0, c->wait);
+    case HIAR_STEP_ALLGATHER:
+        return hiar_shm_allgather(s, c->recvbuf, c->count, c->dtype, c->nshards, c->wait);
+    default:
+        if (c->plan.alg == HIAR_ALG_ONESHOT)
+            return hiar_shm_oneshot(s, c->sendbuf, c->recvbuf, c->count, c->dtype, c->op, c->divisor, c->wait);
+        HIAR_CHECK(hiar_shm_reduce_scatter(s, c->sendbuf, c->count, c->dtype, c->op, t->local_size, c->divisor,
+                                           c->wait));
+        return hiar_shm_allgather(s, c->recvbuf, c->count, c->dtype, t->local_size, c->wait);
+    }
+}
+
+static size_t shm_max_bytes(const void *state)
+{
+    return hiar_shm_slot_bytes(state);
+}
+
+/* Host waits watch the comm's abort flag (base/wait.h): nothing to stop here. */
+static hiar_result_t shm_status(const void *state)
+{
+    (void)state;
+    return HIAR_SUCCESS;
+}
+
+static void shm_abort(void *state)
+{
+    (void)state;
+}
+
+/* A failed call may have left receives posted into the segment (net/inter.c): then it stays. */
+static void shm_teardown(void *state, const hiar_tier_t *t, int flags)
+{
+    (void)t;
+    if (!(flags & HIAR_TEARDOWN_KEEP))
+        hiar_shm_destroy(state);
+}
+
+const hiar_transport_t hiar_transport_shm = {"shm",        shm_usable, shm_setup, shm_run, shm_max_bytes,
+                                             shm_status, shm_abort,  shm_teardown};

@@ -24,9 +24,6 @@
 
 typedef struct hiar_shm hiar_shm_t;
 
-/* Slot bytes when HIAR_BUFFER_SIZE is 0: chunks of 1 MB stay in L2 while reduced. */
-#define HIAR_SHM_SLOT_DEFAULT ((size_t)1 << 20)
-
 /* Collective over group_comm.  slot_bytes is rounded up to a page. */
 hiar_result_t hiar_shm_create(MPI_Comm group_comm, size_t slot_bytes, hiar_shm_t **out);
 void hiar_shm_destroy(hiar_shm_t *shm);

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "base/param.h"
+#include "base/settings.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -37,7 +37,7 @@ mpi_cflags=$(mpicc --showme:compile 2>/dev/null) || mpi_cflags=
 mpi_libs=$(mpicc --showme:link 2>/dev/null) || mpi_libs=-lmpi
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Wall -Wextra -Werror -I$src/src -I$src/tests/fuzz $mpi_cflags"
-common="$src/src/base/error.c $src/src/base/log.c $src/src/base/param.c"
+common="$src/src/base/error.c $src/src/base/log.c $src/src/base/param.c $src/src/base/settings.c"
 declare -A sources=(
     [fuzz_params]="$common"
     [fuzz_groups]="$common $(ls $src/src/topo/*.c | grep -v nvml.c | tr "\n" " ")"

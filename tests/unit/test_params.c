@@ -1,7 +1,8 @@
 /*
- * Parameters (src/param.c): defaults, HIAR_* environment, config settings and
- * their precedence (settings > environment > default), value parsing, and the
- * ENUM constants of param.h against the CHOICES of params.def.
+ * Parameters (src/base/param.c): defaults, HIAR_* environment, config settings
+ * and their precedence (settings > environment > default), the scopes
+ * (PROCESS parameters refused in settings), value parsing, and the ENUM
+ * constants of param.h against the CHOICES of params.def.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -11,7 +12,8 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "base/param.h"
+#include "base/log.h"
+#include "base/settings.h"
 
 extern char **environ;
 
@@ -108,6 +110,56 @@ Test(params, table_is_consistent)
     cr_expect_str_eq(hiar_param_type_name(HIAR_PTYPE_SIZE), "size");
     cr_expect_str_eq(hiar_param_type_name(HIAR_PTYPE_INT), "int");
     cr_expect_str_eq(hiar_param_type_name(HIAR_PTYPE_BOOL), "bool");
+    cr_expect_str_eq(hiar_param_scope_name(HIAR_PSCOPE_PROCESS), "process");
+    cr_expect_str_eq(hiar_param_scope_name(HIAR_PSCOPE_COMM), "comm");
+}
+
+/* The parameters read before any communicator exists, written out here. */
+static const hiar_param_id_t process_params[] = {HIAR_P_DEBUG, HIAR_P_DEBUG_SUBSYS, HIAR_P_DEBUG_FILE,
+                                                 HIAR_P_PMPI, HIAR_P_PMPI_STATS};
+enum { NPROCESS_PARAMS = sizeof(process_params) / sizeof(process_params[0]) };
+
+Test(params, scopes)
+{
+    for (int i = 0; i < HIAR_PARAM_COUNT; i++) {
+        int process = 0;
+        for (int j = 0; j < NPROCESS_PARAMS; j++)
+            process |= process_params[j] == (hiar_param_id_t)i;
+        cr_expect_eq(hiar_param_table[i].scope, process ? HIAR_PSCOPE_PROCESS : HIAR_PSCOPE_COMM,
+                     "%s should be %s-scope", hiar_param_table[i].name, process ? "PROCESS" : "COMM");
+    }
+}
+
+/* A PROCESS parameter in settings would be silently ignored: the call fails instead. */
+Test(params, process_settings_fail)
+{
+    hiar_params_t p;
+
+    for (int i = 0; i < NPROCESS_PARAMS; i++) {
+        const hiar_param_info_t *info = &hiar_param_table[process_params[i]];
+        char settings[128];
+        snprintf(settings, sizeof(settings), "HIAR_ALGO=mpi;%s=%s", info->name, info->def);
+        hiar_error_clear();
+        cr_expect_eq(hiar_params_load(&p, settings), HIAR_INVALID_ARGUMENT, "\"%s\" should fail", settings);
+        cr_expect(strstr(hiar_last_error(), info->name) && strstr(hiar_last_error(), "process-wide") &&
+                      strstr(hiar_last_error(), "environment"),
+                  "\"%s\": the message should say %s is process-wide: %s", settings, info->name,
+                  hiar_last_error());
+    }
+    cr_expect_eq(hiar_params_load(&p, "HIAR_DEBUG=INFO"), HIAR_INVALID_ARGUMENT);
+    cr_expect_str_eq(hiar_last_error(),
+                     "config setting HIAR_DEBUG is process-wide: set it in the environment before the "
+                     "first hiar call, not in hiar_config_t settings");
+
+    /* From the environment they load as before, and COMM settings beside them still apply. */
+    setenv("HIAR_DEBUG", "NONE", 1);
+    setenv("HIAR_PMPI", "0", 1);
+    cr_assert_eq(hiar_params_load(&p, "HIAR_ALGO=mpi"), HIAR_SUCCESS, "%s", hiar_last_error());
+    cr_expect_eq(p.v[HIAR_P_DEBUG].num, HIAR_LOG_NONE);
+    cr_expect_eq(p.v[HIAR_P_DEBUG].src, HIAR_SRC_ENV);
+    cr_expect_eq(p.v[HIAR_P_PMPI].num, 0);
+    cr_expect_eq(p.v[HIAR_P_ALGO].src, HIAR_SRC_CONFIG);
+    hiar_params_free(&p);
 }
 
 Test(params, environment)

@@ -1,20 +1,32 @@
 /*
- * Path choice (src/plan.c) for each combination of grouping, size and
- * HIAR_ALGO on host buffers, and how messages are cut into shards
- * (src/shard.h).  The crossovers between IPC kernels were measured on the
+ * Path choice (src/core/plan.c) for each combination of grouping, size and
+ * HIAR_ALGO on host and device buffers, and how messages are cut into shards
+ * (src/base/range.h).  The crossovers between IPC kernels were measured on the
  * GPU machine (plan.h); here they are pinned so a change is deliberate.
  * Also the IPC kernels' block caps for ranks that share a GPU.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cuda/api.h"
 #include "base/param.h"
-#include "core/plan.h"
 #include "base/range.h"
+#include "core/plan.h"
+#include "cuda/api.h"
 
 #define K ((size_t)1024)
 #define M (K * K)
+
+/* The plans, as the cases name them: host buffers, device kernels, device buffers staged. */
+#define HOST(ALG) {HIAR_ALG_##ALG, HIAR_VIA_HOST, HIAR_KERNEL_NONE, 0}
+#define IPC(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_DEVICE, HIAR_KERNEL_##KERNEL, 0}
+#define STAGED(ALG) {HIAR_ALG_##ALG, HIAR_VIA_STAGED, HIAR_KERNEL_NONE, 0}
+#define HIAR_PLAN_ONESHOT HOST(ONESHOT)
+#define HIAR_PLAN_TWOSHOT HOST(TWOSHOT)
+#define HIAR_PLAN_HIER HOST(HIER)
+#define HIAR_PLAN_MPI HOST(MPI)
+#define HIAR_PLAN_IPC_LL IPC(ONESHOT, LL)
+#define HIAR_PLAN_IPC_PUSH IPC(ONESHOT, PUSH)
+#define HIAR_PLAN_IPC_TWOSHOT IPC(TWOSHOT, TWOSHOT)
 
 typedef struct {
     int nranks, ngroups;
@@ -44,8 +56,11 @@ static const plan_case_t plan_cases[] = {
     {4, 1, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, 4, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
-    /* several groups: hierarchical whatever the size, unless MPI is forced */
-    {4, 2, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
+    /* several groups: hierarchical whatever the size (one-shot in the groups up to 2 KB), unless MPI is forced */
+    {4, 2, 4, HIAR_ALGO_AUTO, 0, 0, 0, HOST(HIER_ONESHOT)},
+    {4, 2, 2 * K, HIAR_ALGO_AUTO, 0, 0, 0, HOST(HIER_ONESHOT)},
+    {4, 2, 2 * K + 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 8 * K, HIAR_ALGO_AUTO, 8 * K, 0, 0, HOST(HIER_ONESHOT)},
     {4, 2, 64 * M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
     {4, 2, 4, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_HIER},
     {4, 2, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_HIER},
@@ -56,10 +71,11 @@ static const plan_case_t plan_cases[] = {
     {4, 4, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_MPI},
     {4, 4, 64 * M, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_MPI},
     {2, 2, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_MPI},
-    /* device buffers with IPC: several groups or forced MPI still decide first */
-    {4, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_HIER},
-    {2, 1, 4, HIAR_ALGO_MPI, 0, 1, M, HIAR_PLAN_MPI},
-    {2, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, HIAR_PLAN_MPI},
+    /* device buffers with IPC: several groups (not every group ready) or forced MPI go staged */
+    {4, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, STAGED(HIER_ONESHOT)},
+    {4, 2, 4 * K, HIAR_ALGO_AUTO, 0, 1, M, STAGED(HIER)},
+    {2, 1, 4, HIAR_ALGO_MPI, 0, 1, M, STAGED(MPI)},
+    {2, 2, 4, HIAR_ALGO_AUTO, 0, 1, M, STAGED(MPI)},
     /* one group with IPC: LL up to 1 MB / ranks (or HIAR_ONESHOT_MAX, at most
      * the LL limit), push up to 8 MB on 2 ranks and 1 MB on more, two-shot above */
     {2, 1, 512 * K, HIAR_ALGO_AUTO, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
@@ -92,10 +108,12 @@ Test(plan, each_combination)
         in.bytes = c->bytes;
         in.algo = c->algo;
         in.oneshot_max = c->oneshot_max;
-        in.ipc = c->ipc;
+        in.ipc = in.device = c->ipc;
+        in.host_ngroups = c->ngroups;
+        in.host_nshards = 2;
         in.ipc_ll_max = c->ipc_ll_max;
         got = hiar_plan_choose(&in);
-        cr_expect_eq(got, c->want,
+        cr_expect(hiar_plan_equal(got, c->want),
                      "case %zu: %d ranks, %d groups, %zu bytes, algo %d, oneshot_max %zu, ipc %d "
                      "(LL max %zu): got %s, expected %s",
                      i, c->nranks, c->ngroups, c->bytes, c->algo, c->oneshot_max, c->ipc, c->ipc_ll_max,
@@ -103,9 +121,9 @@ Test(plan, each_combination)
     }
 }
 
-static int is_host_plan(hiar_plan_t p)
+static int same(hiar_plan_t got, hiar_plan_t want)
 {
-    return p == HIAR_PLAN_ONESHOT || p == HIAR_PLAN_TWOSHOT || p == HIAR_PLAN_HIER || p == HIAR_PLAN_MPI;
+    return hiar_plan_equal(got, want);
 }
 
 /* Properties over a sweep: host buffers of one group go two-shot above one size, never back. */
@@ -126,22 +144,27 @@ Test(plan, sweep)
                     in.ngroups = shapes[s][1];
                     in.bytes = sizes[b];
                     in.algo = algo;
-                    in.ipc = ipc;
+                    in.ipc = in.device = ipc;
+                    in.host_ngroups = shapes[s][1];
+                    in.host_nshards = shapes[s][0] / shapes[s][1];
                     in.ipc_ll_max = M;
                     got = hiar_plan_choose(&in);
                     if (algo == HIAR_ALGO_MPI || alone)
-                        cr_expect_eq(got, HIAR_PLAN_MPI, "shape %zu algo %d", s, algo);
+                        cr_expect(got.alg == HIAR_ALG_MPI && got.via == (ipc ? HIAR_VIA_STAGED : HIAR_VIA_HOST),
+                                  "shape %zu algo %d: %s", s, algo, hiar_plan_name(got));
                     else if (shapes[s][1] > 1)
-                        cr_expect_eq(got, HIAR_PLAN_HIER, "shape %zu algo %d", s, algo);
+                        cr_expect(got.alg == HIAR_ALG_HIER || (got.alg == HIAR_ALG_HIER_ONESHOT && algo == HIAR_ALGO_AUTO &&
+                                                               sizes[b] <= HIAR_HIER_ONESHOT_MAX_DEFAULT),
+                                  "shape %zu algo %d: %s", s, algo, hiar_plan_name(got));
                     else if (ipc)
-                        cr_expect(!is_host_plan(got), "device buffers with IPC took %s",
-                                  hiar_plan_name(got));
+                        cr_expect(got.via == HIAR_VIA_DEVICE && got.kernel != HIAR_KERNEL_NONE,
+                                  "device buffers with IPC took %s", hiar_plan_name(got));
                     else
-                        cr_expect(got == HIAR_PLAN_ONESHOT || got == HIAR_PLAN_TWOSHOT,
+                        cr_expect(same(got, (hiar_plan_t)HIAR_PLAN_ONESHOT) || same(got, (hiar_plan_t)HIAR_PLAN_TWOSHOT),
                                   "host buffers in one group took %s", hiar_plan_name(got));
                     if (ipc)
                         continue;
-                    if (got == HIAR_PLAN_TWOSHOT)
+                    if (same(got, (hiar_plan_t)HIAR_PLAN_TWOSHOT))
                         seen_twoshot = 1;
                     else if (seen_twoshot)
                         cr_expect_fail("shape %zu algo %d ipc %d: %zu bytes went back to %s after "
@@ -151,9 +174,39 @@ Test(plan, sweep)
             }
 }
 
+/* Device buffers over groups: the kernels' path from HIAR_DEVICE_HIER_MIN where every group is ready, else staged. */
+Test(plan, device_hier)
+{
+    hiar_plan_input_t in = {0};
+    hiar_plan_t got, want = IPC(HIER, NONE);
+
+    in.nranks = 4;
+    in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = in.device_nshards = 2;
+    in.device = in.ipc = in.hier_ready = 1;
+    in.ipc_ll_max = 512 * K;
+    in.bytes = HIAR_DEVICE_HIER_MIN + 2;
+    want.chunk = hiar_ipc_hier_chunk(HIAR_IPC_SLOT_DEFAULT, 2);
+    got = hiar_plan_choose(&in);
+    cr_expect(hiar_plan_equal(got, want), "got %s, chunk %zu", hiar_plan_name(got), got.chunk);
+    in.bytes = HIAR_DEVICE_HIER_MIN;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(HIER)));
+    in.bytes = HIAR_HIER_ONESHOT_MAX_DEFAULT;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(HIER_ONESHOT)));
+    in.bytes = 4 * M;
+    in.hier_ready = 0;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(HIER)));
+    in.slot_bytes = 8 * M;
+    in.hier_ready = 1;
+    want.chunk = hiar_ipc_hier_chunk(8 * M, 2);
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), want), "HIAR_BUFFER_SIZE sets the chunk");
+}
+
 Test(plan, names)
 {
-    const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI};
+    const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI,
+                                 HIAR_PLAN_IPC_LL, HIAR_PLAN_IPC_PUSH, HIAR_PLAN_IPC_TWOSHOT,
+                                 STAGED(TWOSHOT), IPC(HIER, NONE)};
     enum { N = sizeof(plans) / sizeof(plans[0]) };
 
     for (int i = 0; i < N; i++) {
@@ -161,10 +214,10 @@ Test(plan, names)
         for (int j = 0; j < i; j++)
             cr_expect_str_neq(hiar_plan_name(plans[i]), hiar_plan_name(plans[j]));
     }
-    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_ONESHOT), "oneshot");
-    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_TWOSHOT), "twoshot");
-    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_HIER), "hier");
-    cr_expect_str_eq(hiar_plan_name(HIAR_PLAN_MPI), "mpi");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_ONESHOT), "oneshot");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_TWOSHOT), "twoshot");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_HIER), "hier");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_MPI), "mpi");
 }
 
 /* ---- shards ---- */

@@ -1,0 +1,211 @@
+/* hiar_comm_create / destroy / abort: the setup of both sides of a communicator, and its end. */
+#include "config.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "core/comm.h"
+#include "core/run.h"
+#include "net/coll.h"
+
+/*
+ * Frees what create made; collective = 0: without talking to peers (abort).
+ *
+ * A failed comm keeps its MPI communicators, its shared segment and its MPI
+ * scratch: the call that failed may have left receives posted into them
+ * (net/inter.c), and a peer that comes late completes them, into the segment
+ * and through the communicator.  Freeing them let MPI write into unmapped
+ * memory or use a freed communicator: SIGSEGV in the resumed-peer test
+ * (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
+ */
+static void comm_free(hiar_comm_t *comm, int collective)
+{
+    int keep = comm->failed != HIAR_SUCCESS;
+    int flags = (collective ? HIAR_TEARDOWN_COLLECTIVE : 0) | (keep ? HIAR_TEARDOWN_KEEP : 0);
+
+#ifdef HIAR_HAVE_CUDA
+    hiar_gpu_destroy(comm->gpu, flags);
+#endif
+    hiar_side_free(&comm->host, flags);
+    if (!keep) {
+        if (comm->mpi != MPI_COMM_NULL)
+            MPI_Comm_free(&comm->mpi);
+        free(comm->scratch);
+    }
+    hiar_params_free(&comm->params);
+    free(comm);
+}
+
+/* A parameter as a number to compare across ranks: free text by its FNV-1a hash. */
+static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
+{
+    unsigned long long h = 14695981039346656037ull;
+
+    if (hiar_param_table[id].type != HIAR_PTYPE_STR)
+        return hiar_comm_param(comm, id);
+    for (const char *c = comm->params.v[id].text; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (long long)(h >> 1);
+}
+
+/*
+ * Values that decide the grouping or the path of a call must be equal on
+ * every rank, or the ranks would group differently or take different paths
+ * and wait for each other forever.
+ */
+/*
+ * Values that decide the grouping or the path of a call must be equal on
+ * every rank, or the ranks would group differently or take different paths
+ * and wait for each other forever.
+ */
+static hiar_result_t check_params_agree(hiar_comm_t *comm)
+{
+    static const hiar_param_id_t agreed[] = {HIAR_P_GROUPS,      HIAR_P_GROUP_LEVEL, HIAR_P_ALGO,
+                                             HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE, HIAR_P_MAX_BLOCKS,
+                                             HIAR_P_CHECK};
+    enum { N = sizeof(agreed) / sizeof(agreed[0]) };
+    long long mine[N], lo[N], hi[N];
+
+    for (int i = 0; i < N; i++)
+        mine[i] = agreed_value(comm, agreed[i]);
+    HIAR_CHECK(hiar_net_bounds(comm->mpi, mine, lo, hi, N));
+    for (int i = 0; i < N; i++)
+        if (lo[i] != hi[i])
+            return hiar_error_set(HIAR_INVALID_ARGUMENT,
+                                  "%s differs across ranks (this rank: %s): it must be the same "
+                                  "on every rank",
+                                  hiar_param_table[agreed[i]].name, comm->params.v[agreed[i]].text);
+    return HIAR_SUCCESS;
+}
+
+/* Host buffers: grouped by host, shared memory in the group (none where every rank is alone). */
+static hiar_result_t host_side(hiar_comm_t *comm)
+{
+    hiar_transport_config_t cfg = {0};
+    hiar_plan_input_t in;
+    hiar_plan_limits_t limits;
+    hiar_grouping_t g = {0};
+    hiar_result_t rc;
+
+    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->size, &g));
+    rc = hiar_side_init(&comm->host, comm->mpi, comm->rank, &g);
+    hiar_grouping_free(&g);
+    HIAR_CHECK(rc);
+    hiar_comm_plan_input(comm, 0, 0, &in);
+    hiar_plan_limits(&in, &limits);
+    cfg.slot_bytes = limits.shm_slot;
+    cfg.device = -1;
+    if (!hiar_transport_shm.usable(&comm->host.tier, &cfg, comm->host.why, sizeof(comm->host.why)))
+        return HIAR_SUCCESS;
+    /* A group that cannot map its shared memory fails the comm: host buffers have no other path. */
+    HIAR_CHECK(hiar_transport_shm.setup(&comm->host.tier, &cfg, &comm->host.state, comm->host.why,
+                                        sizeof(comm->host.why)));
+    comm->host.tp = &hiar_transport_shm;
+    return HIAR_SUCCESS;
+}
+
+static hiar_result_t comm_setup(hiar_comm_t *comm)
+{
+    HIAR_CHECK(check_params_agree(comm));
+    HIAR_CHECK(host_side(comm));
+#ifdef HIAR_HAVE_CUDA
+    {
+        hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, hiar_run_host, comm};
+        HIAR_CHECK(hiar_gpu_create(&env, &comm->gpu));
+    }
+#endif
+    return HIAR_SUCCESS;
+}
+
+static hiar_result_t check_create_args(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar_comm_t **out)
+{
+    int initialized = 0, finalized = 0, inter = 0;
+
+    HIAR_ARG_CHECK(out, "hiar_comm_create: out is NULL");
+    HIAR_ARG_CHECK(!cfg || cfg->size == sizeof(hiar_config_t),
+                   "hiar_comm_create: cfg->size is %zu, expected %zu: initialise cfg with "
+                   "HIAR_CONFIG_INIT",
+                   cfg ? cfg->size : 0, sizeof(hiar_config_t));
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return hiar_error_set(HIAR_INVALID_USAGE,
+                              "hiar_comm_create: MPI is %s; call it between MPI_Init and MPI_Finalize",
+                              finalized ? "finalized" : "not initialized");
+    HIAR_ARG_CHECK(mpi_comm != MPI_COMM_NULL, "hiar_comm_create: mpi_comm is MPI_COMM_NULL");
+    MPI_Comm_test_inter(mpi_comm, &inter);
+    if (inter)
+        return hiar_error_set(HIAR_UNSUPPORTED,
+                              "hiar_comm_create: mpi_comm is an intercommunicator; expected an "
+                              "intracommunicator");
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar_comm_t **out)
+{
+    hiar_comm_t *comm;
+    hiar_result_t rc;
+    int world_rank;
+
+    HIAR_CHECK(check_create_args(mpi_comm, cfg, out));
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    hiar_log_set_rank(world_rank);
+    comm = calloc(1, sizeof(*comm));
+    if (!comm)
+        return hiar_error_set(HIAR_NO_MEMORY, "hiar_comm_create: cannot allocate the communicator");
+    comm->mpi = MPI_COMM_NULL;
+    if (MPI_Comm_dup(mpi_comm, &comm->mpi) != MPI_SUCCESS) {
+        comm_free(comm, 0);
+        return hiar_error_set(HIAR_MPI_ERROR, "hiar_comm_create: MPI_Comm_dup failed");
+    }
+    MPI_Comm_rank(comm->mpi, &comm->rank);
+    MPI_Comm_size(comm->mpi, &comm->size);
+    /* Agree after loading the settings: a rank with a bad one must not skip
+     * the collective calls of the setup that its peers enter. */
+    rc = hiar_net_agree(comm->mpi, hiar_params_load(&comm->params, cfg ? cfg->settings : NULL), "hiar_comm_create");
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_net_agree(comm->mpi, comm_setup(comm), "hiar_comm_create");
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_comm_register(comm);
+    if (rc != HIAR_SUCCESS) {
+        comm_free(comm, 0);
+        return rc;
+    }
+    if (comm->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_INIT))
+        hiar_comm_describe(comm, NULL);
+    *out = comm;
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_comm_destroy(hiar_comm_t *comm)
+{
+    if (!comm)
+        return HIAR_SUCCESS;
+    HIAR_CHECK(hiar_comm_unregister(comm, "hiar_comm_destroy"));
+    /* Peers may still read this rank's shared slots: leave together, unless
+     * the comm failed and a peer may never come. */
+    if (comm->failed == HIAR_SUCCESS)
+        hiar_net_barrier(comm->mpi);
+    comm_free(comm, comm->failed == HIAR_SUCCESS);
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_comm_abort(hiar_comm_t *comm)
+{
+    if (!comm)
+        return HIAR_SUCCESS;
+    HIAR_CHECK(hiar_comm_unregister(comm, "hiar_comm_abort"));
+    atomic_store(&comm->abort, 1);
+#ifdef HIAR_HAVE_CUDA
+    hiar_gpu_abort(comm->gpu);
+#endif
+    /* A call running in another thread sees the abort flag at its next poll. */
+    while (atomic_load(&comm->busy))
+        sched_yield();
+    comm_free(comm, 0);
+    return HIAR_SUCCESS;
+}
+

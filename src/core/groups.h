@@ -1,0 +1,45 @@
+/*
+ * The two sides of a communicator: host buffers group by host (shared
+ * memory), device buffers by topology (CUDA IPC).  Each side is a grouping
+ * tier (net/tier.h) and the transport of this rank's group, built by the
+ * same code for both kinds of memory.
+ */
+#ifndef HIAR_CORE_GROUPS_H
+#define HIAR_CORE_GROUPS_H
+
+#include <mpi.h>
+
+#include "base/settings.h"
+#include "net/tier.h"
+#include "topo/topo.h"
+#include "transport/transport.h"
+
+typedef struct {
+    hiar_tier_t tier;
+    const hiar_transport_t *tp; /* NULL: none (every rank alone, or device buffers staged) */
+    void *state;
+    char why[320]; /* the transport and why */
+} hiar_side_t;
+
+/* Collective over mpi: the host-buffer grouping (HIAR_GROUPS, RANK, else by host); no group spans real hosts. */
+hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int size, hiar_grouping_t *out);
+
+/* The device-buffer grouping from every rank's facts (HIAR_GROUPS, else HIAR_GROUP_LEVEL), annotated. */
+hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t *facts, int size,
+                                 hiar_grouping_t *out);
+
+/* Collective: the side's tier over *g (taken over). */
+hiar_result_t hiar_side_init(hiar_side_t *s, MPI_Comm mpi, int rank, hiar_grouping_t *g);
+
+/*
+ * Sets up the first of the n candidates usable for this rank's group.  A
+ * setup that fails (on every rank of the group alike) leaves the side
+ * without transport, its why saying so; none usable: the first one's why.
+ */
+void hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
+                       const hiar_transport_config_t *cfg);
+
+/* HIAR_TEARDOWN_* flags; KEEP also keeps the tier's communicators. */
+void hiar_side_free(hiar_side_t *s, int flags);
+
+#endif

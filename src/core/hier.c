@@ -1,0 +1,116 @@
+/* The hierarchical drivers: host buffers (shm in the group) and device buffers (CUDA IPC in the group). */
+#include "config.h"
+
+#include <string.h>
+
+#include "base/reduce.h"
+#include "core/hier.h"
+#include "net/inter.h"
+#include "transport/shm.h"
+#include "transport/staged.h"
+
+/* Inter-group step on the shards this rank owns, in the shm slots; AVG divides them there, once. */
+static hiar_result_t host_between(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    const hiar_tier_t *t = &comm->host.tier;
+
+    for (int s = t->local; s < t->nshards; s += t->local_size) {
+        size_t n;
+        void *shard = hiar_shm_shard(comm->host.state, c->count, c->dtype, t->nshards, s, &n);
+        if (n == 0)
+            continue;
+        HIAR_CHECK(hiar_inter_allreduce(shard, n, c->dtype, c->op, t->shard_comm[s], c->wait));
+        if (c->op == HIAR_AVG)
+            hiar_reduce_divide(shard, n, c->dtype, comm->size);
+    }
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_hier_host(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *h = &comm->host;
+
+    HIAR_CHECK(h->tp->run(h->state, &h->tier, c, HIAR_STEP_REDUCE_SCATTER));
+    HIAR_CHECK(host_between(comm, c));
+    return h->tp->run(h->state, &h->tier, c, HIAR_STEP_ALLGATHER);
+}
+
+/* MPI works in the scratch: see run_mpi (run.c). */
+hiar_result_t hiar_hier_oneshot(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *h = &comm->host;
+    hiar_call_t sum = *c;
+    char *scratch, *result;
+
+    HIAR_CHECK(hiar_comm_scratch(comm, &scratch));
+    sum.recvbuf = scratch;
+    sum.divisor = 0;
+    sum.plan.alg = HIAR_ALG_ONESHOT;
+    HIAR_CHECK(h->tp->run(h->state, &h->tier, &sum, HIAR_STEP_ALLREDUCE));
+    HIAR_CHECK(hiar_inter_oneshot(scratch, c->count, c->dtype, c->op, h->tier.shard_comm, h->tier.local,
+                                  h->tier.local_size, h->tier.nshards, comm->size, c->wait, &result));
+    memcpy(c->recvbuf, result, hiar_call_bytes(c));
+    return HIAR_SUCCESS;
+}
+
+#ifdef HIAR_HAVE_CUDA
+/*
+ * MPI allreduce of `bytes` of device memory among the owners of one shard,
+ * through the two pinned buffers:
+ *
+ *   piece i: wait for its copy to the host | start copying piece i+1 |
+ *            MPI on piece i (AVG: divide) | start copying piece i back
+ *
+ * Copies and kernels share the caller's stream, so they stay in order: the
+ * first wait also covers the reduce-scatter kernel before it, and nothing
+ * waits for the last copy back (the next call's first wait does, before the
+ * host touches the buffers again).  Each wait is followed by a look at the
+ * kernels' status: a group that timed out must not go on to MPI with stale
+ * shards.
+ */
+static hiar_result_t device_between(hiar_comm_t *comm, const hiar_call_t *c, char *data, size_t bytes,
+                                    MPI_Comm shard_comm)
+{
+    size_t piece = HIAR_STAGE_BYTES / c->esize * c->esize;
+    char *stage = hiar_staged_buffer(comm->gpu->staged);
+
+    if (!stage)
+        return hiar_error_set(HIAR_NO_MEMORY, "no pinned staging buffer for the inter-group step");
+    HIAR_CHECK(hiar_cuda_copy_async(stage, data, bytes < piece ? bytes : piece, c->stream));
+    for (size_t off = 0, i = 0; off < bytes; off += piece, i++) {
+        char *buf = stage + (i % 2) * HIAR_STAGE_BYTES;
+        size_t n = bytes - off < piece ? bytes - off : piece, next = off + n;
+        HIAR_CHECK(hiar_cuda_sync(c->stream));
+        HIAR_CHECK(hiar_gpu_status(comm->gpu));
+        if (next < bytes)
+            HIAR_CHECK(hiar_cuda_copy_async(stage + ((i + 1) % 2) * HIAR_STAGE_BYTES, data + next,
+                                            bytes - next < piece ? bytes - next : piece, c->stream));
+        HIAR_CHECK(hiar_inter_allreduce(buf, n / c->esize, c->dtype, c->op, shard_comm, c->wait));
+        if (c->op == HIAR_AVG)
+            hiar_reduce_divide(buf, n / c->esize, c->dtype, comm->size);
+        HIAR_CHECK(hiar_cuda_copy_async(data + off, buf, n, c->stream));
+    }
+    return HIAR_SUCCESS;
+}
+
+/* Chunk by chunk (the plan's, the same in every group), the owned shards of each between groups. */
+hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *d = &comm->gpu->side;
+    const hiar_tier_t *t = &d->tier;
+    size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
+
+    HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
+    for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
+        size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk;
+        for (int s = t->local; s < t->nshards; s += t->local_size) {
+            size_t lo, hi;
+            hiar_ipc_shard_range(cbytes, t->nshards, s, &lo, &hi);
+            hi = hi < cbytes ? hi : cbytes;
+            if (lo < hi)
+                HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, hi - lo, t->shard_comm[s]));
+        }
+    }
+    return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
+}
+#endif

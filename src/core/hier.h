@@ -1,0 +1,29 @@
+/*
+ * The hierarchical algorithms, host and device drivers side by side: a
+ * reduce-scatter in every group, the step between groups on the shards a
+ * rank owns (over MPI, net/inter.c), an all-gather in every group.
+ */
+#ifndef HIAR_CORE_HIER_H
+#define HIAR_CORE_HIER_H
+
+#include "core/comm.h"
+
+/* Host buffers, one chunk (at most a shm slot): RS, MPI on the owned shards, AG. */
+hiar_result_t hiar_hier_host(hiar_comm_t *comm, const hiar_call_t *chunk);
+
+/*
+ * Small host messages over groups: one-shot in the group into the scratch,
+ * then every rank allreduces the whole group sum with its counterparts
+ * (one barrier instead of two).
+ */
+hiar_result_t hiar_hier_oneshot(hiar_comm_t *comm, const hiar_call_t *chunk);
+
+/*
+ * Device buffers over groups: IPC reduce-scatter in the group, MPI
+ * allreduce of each owned shard with the other groups (staged through
+ * pinned host memory, pipelined), IPC all-gather.  Stream-ordered; blocks
+ * the calling thread through the MPI step.
+ */
+hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *call);
+
+#endif

@@ -1,0 +1,88 @@
+/* Running a planned call: which side, which transport, which chunks. */
+#include "config.h"
+
+#include <string.h>
+
+#include "base/log.h"
+#include "base/reduce.h"
+#include "core/hier.h"
+#include "core/run.h"
+#include "net/inter.h"
+
+/*
+ * MPI reduces in the comm's scratch buffer, chunk by chunk, not in recvbuf: a
+ * call that times out leaves its receives posted (net/inter.c), and a late
+ * peer would complete them into the caller's memory, perhaps freed by then.
+ * A failed comm keeps its scratch (create.c).
+ */
+static hiar_result_t run_mpi(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    size_t chunk = HIAR_MPI_SCRATCH_BYTES / c->esize;
+    char *scratch;
+
+    HIAR_CHECK(hiar_comm_scratch(comm, &scratch));
+    for (size_t off = 0; off < c->count; off += chunk) {
+        size_t n = c->count - off < chunk ? c->count - off : chunk;
+        memcpy(scratch, (const char *)c->sendbuf + off * c->esize, n * c->esize);
+        HIAR_CHECK(hiar_inter_allreduce(scratch, n, c->dtype, c->op, comm->mpi, c->wait));
+        if (c->op == HIAR_AVG)
+            hiar_reduce_divide(scratch, n, c->dtype, comm->size);
+        memcpy((char *)c->recvbuf + off * c->esize, scratch, n * c->esize);
+    }
+    return HIAR_SUCCESS;
+}
+
+/* One chunk (at most what one run of the transport takes), and MPI between groups. */
+static hiar_result_t run_chunk(hiar_comm_t *comm, const hiar_call_t *chunk)
+{
+    switch (chunk->plan.alg) {
+    case HIAR_ALG_HIER: return hiar_hier_host(comm, chunk);
+    case HIAR_ALG_HIER_ONESHOT: return hiar_hier_oneshot(comm, chunk);
+    default: return comm->host.tp->run(comm->host.state, &comm->host.tier, chunk, HIAR_STEP_ALLREDUCE);
+    }
+}
+
+/* Host memory through shm and MPI; synchronous. */
+hiar_result_t hiar_run_host(void *arg, const hiar_call_t *c)
+{
+    hiar_comm_t *comm = arg;
+    size_t chunk;
+
+    if (c->plan.alg == HIAR_ALG_MPI)
+        return run_mpi(comm, c);
+    chunk = comm->host.tp->max_bytes(comm->host.state) / c->esize;
+    for (size_t off = 0; off < c->count; off += chunk) {
+        hiar_call_t piece = hiar_call_slice(c, off, c->count - off < chunk ? c->count - off : chunk);
+        HIAR_CHECK(run_chunk(comm, &piece));
+    }
+    return HIAR_SUCCESS;
+}
+
+#ifdef HIAR_HAVE_CUDA
+/* A two-shot call into registered memory on every rank of the group writes straight into the peers' outputs. */
+static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_gpu_t *gpu = comm->gpu;
+    hiar_call_t call = *c;
+    hiar_ipc_direct_t direct;
+
+    if (c->plan.alg == HIAR_ALG_HIER)
+        return hiar_hier_device(comm, c);
+    if (c->plan.kernel == HIAR_KERNEL_TWOSHOT && hiar_reg_direct(&gpu->reg, c->recvbuf, hiar_call_bytes(c), &direct))
+        call.out_window = &direct;
+    return gpu->side.tp->run(gpu->side.state, &gpu->side.tier, &call, HIAR_STEP_ALLREDUCE);
+}
+#endif
+
+hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    HIAR_TRACE(PLAN, "allreduce %zu x %s %s on %s buffers: %s", c->count, hiar_dtype_name(c->dtype),
+               hiar_op_name(c->op), c->device ? "device" : "host", hiar_plan_name(c->plan));
+#ifdef HIAR_HAVE_CUDA
+    if (c->plan.via == HIAR_VIA_DEVICE)
+        return run_device(comm, c);
+    if (c->plan.via == HIAR_VIA_STAGED)
+        return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
+#endif
+    return hiar_run_host(comm, c);
+}

@@ -1,0 +1,148 @@
+/*
+ * The CUDA IPC transport of a group of GPUs: buffers exported and mapped in
+ * the group (peers.c), the P2P check, launch caps, and its runs (kernels in
+ * cuda/).  Set up: create -> exchange and map -> probe -> caps, every step
+ * agreed in the group.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "net/coll.h"
+#include "transport/peers.h"
+#include "transport/transport.h"
+
+/* What the P2P probe writes; the allocation starts zeroed, so it cannot be stale. */
+#define PROBE_TOKEN 0x6869617270327000ull
+
+static int ipc_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
+{
+    if (cfg->all_gpu && t->local_size >= 2 && t->local_size <= HIAR_IPC_MAX_GROUP)
+        return 1;
+    snprintf(why, len, "staged through host memory: %s",
+             t->local_size < 2 ? "the group has one rank"
+             : !cfg->all_gpu   ? "not every rank of the group has a GPU"
+                               : "CUDA IPC groups have at most 8 ranks");
+    return 0;
+}
+
+/* Every rank stores a token into every peer; after a barrier each reads back what its peers stored. */
+static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
+{
+    int pass = 0;
+    hiar_result_t rc = hiar_ipc_probe_write(ipc, PROBE_TOKEN);
+
+    HIAR_CHECK(hiar_net_barrier(group));
+    if (rc == HIAR_SUCCESS && (rc = hiar_ipc_probe_check(ipc, PROBE_TOKEN, &pass)) == HIAR_SUCCESS && !pass)
+        rc = hiar_error_set(HIAR_CUDA_ERROR, "wrong data read back");
+    return hiar_net_agree(group, rc, "the CUDA IPC P2P check");
+}
+
+/*
+ * Launch caps for the group: each GPU's share for the most ranks on one GPU
+ * of the group, the smallest over its ranks (the same grids everywhere);
+ * two-shot within HIAR_MAX_BLOCKS (0: the default).
+ */
+static void set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
+                       size_t len)
+{
+    int want = cfg->max_blocks, sharers = cfg->on_gpu, caps[3], pdl;
+    unsigned max = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
+    hiar_ipc_caps_t fit;
+    size_t used = strlen(why);
+
+    hiar_net_max(t->group_comm, &sharers, 1);
+    hiar_ipc_fit_caps(ipc, sharers > 0 ? (unsigned)sharers : 1, &fit);
+    caps[0] = (int)fit.ll;
+    caps[1] = (int)fit.push;
+    caps[2] = (int)(fit.twoshot < max ? fit.twoshot : max);
+    hiar_net_min(t->group_comm, caps, 3);
+    fit = (hiar_ipc_caps_t){(unsigned)caps[0], (unsigned)caps[1], (unsigned)caps[2]};
+    pdl = hiar_ipc_set_launch(ipc, &fit, cfg->pdl);
+    snprintf(why + used, len - used, "; kernels of at most %u (LL), %u (push), %u (two-shot) blocks for %d rank%s on "
+             "one GPU, %s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
+             pdl ? "programmatic dependent launch" : "plain launches");
+}
+
+static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
+                               size_t len)
+{
+    hiar_ipc_offer_t mine, all[HIAR_IPC_MAX_GROUP];
+    char *mapped[HIAR_IPC_MAX_GROUP];
+    hiar_ipc_t *ipc = NULL;
+    hiar_result_t rc;
+
+    memset(&mine, 0, sizeof(mine));
+    rc = hiar_ipc_create(t->local, t->local_size, cfg->slot_bytes, cfg->timeout_ms, &ipc, mine.handle);
+    if ((rc = hiar_net_agree(t->group_comm, rc, "CUDA IPC buffers")) != HIAR_SUCCESS) {
+        snprintf(why, len, "staged through host memory: IPC buffers could not be allocated (%s)", hiar_last_error());
+        hiar_ipc_destroy(ipc);
+        return rc;
+    }
+    rc = hiar_peers_exchange(t->group_comm, t->local, t->local_size, cfg->device, HIAR_SUCCESS, &mine, all, mapped,
+                             "the CUDA IPC transport");
+    if (rc == HIAR_SUCCESS) {
+        hiar_ipc_set_peers(ipc, mapped);
+        rc = probe(ipc, t->group_comm);
+    }
+    if (rc != HIAR_SUCCESS) {
+        snprintf(why, len, "staged through host memory: the CUDA IPC P2P check failed (%s)", hiar_last_error());
+        HIAR_WARN(IPC, "%s", why);
+        *state = ipc;
+        hiar_transport_ipc.teardown(ipc, t, HIAR_TEARDOWN_COLLECTIVE);
+        *state = NULL;
+        return rc;
+    }
+    snprintf(why, len, "ipc (P2P verified by a write and read-back between every pair)");
+    set_launch(ipc, t, cfg, why, len);
+    *state = ipc;
+    return HIAR_SUCCESS;
+}
+
+static hiar_result_t ipc_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
+{
+    (void)t;
+    HIAR_CHECK(hiar_ipc_status(state));
+    return step == HIAR_STEP_ALLREDUCE ? hiar_ipc_allreduce(state, c) : hiar_ipc_hier_step(state, c, step, c->plan.chunk);
+}
+
+/* The kernels chunk calls themselves. */
+static size_t ipc_max_bytes(const void *state)
+{
+    (void)state;
+    return (size_t)-1;
+}
+
+static hiar_result_t ipc_status(const void *state)
+{
+    return hiar_ipc_status(state);
+}
+
+static void ipc_abort(void *state)
+{
+    hiar_ipc_abort(state);
+}
+
+/* Steps that need every peer's memory mapped are separated by group barriers. */
+static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
+{
+    hiar_ipc_t *ipc = state;
+
+    if (!ipc)
+        return;
+    if (!(flags & HIAR_TEARDOWN_COLLECTIVE))
+        hiar_ipc_abort(ipc);
+    hiar_cuda_device_sync(hiar_ipc_device(ipc)); /* then peers can unmap and the owner free */
+    if (flags & HIAR_TEARDOWN_COLLECTIVE) {
+        hiar_net_barrier(t->group_comm);
+        hiar_ipc_unmap_peers(ipc);
+        hiar_net_barrier(t->group_comm);
+    }
+    hiar_ipc_destroy(ipc);
+}
+
+const hiar_transport_t hiar_transport_ipc = {"ipc",      ipc_usable, ipc_setup, ipc_run,     ipc_max_bytes,
+                                             ipc_status, ipc_abort,  ipc_teardown};

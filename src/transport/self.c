@@ -1,0 +1,61 @@
+/*
+ * Device buffers in a group of one rank: nothing to exchange inside the
+ * group, so the hierarchical path treats every group alike: reduce-scatter
+ * is the copy of the input into the output, all-gather nothing.
+ */
+#include "config.h"
+
+#include <stdio.h>
+
+#include "base/error.h"
+#include "cuda/api.h"
+#include "transport/transport.h"
+
+static int self_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
+{
+    (void)cfg, (void)why, (void)len;
+    return t->local_size == 1;
+}
+
+static hiar_result_t self_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
+                                size_t len)
+{
+    (void)t, (void)cfg;
+    /* The step between groups goes through pinned host memory (core/hier.c). */
+    snprintf(why, len, "staged through host memory: the group has one rank");
+    *state = NULL;
+    return HIAR_SUCCESS;
+}
+
+static hiar_result_t self_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
+{
+    (void)state, (void)t;
+    if (step == HIAR_STEP_ALLGATHER || c->sendbuf == c->recvbuf)
+        return HIAR_SUCCESS;
+    return hiar_cuda_copy_async(c->recvbuf, c->sendbuf, hiar_call_bytes(c), c->stream);
+}
+
+static size_t self_max_bytes(const void *state)
+{
+    (void)state;
+    return (size_t)-1;
+}
+
+static hiar_result_t self_status(const void *state)
+{
+    (void)state;
+    return HIAR_SUCCESS;
+}
+
+static void self_abort(void *state)
+{
+    (void)state;
+}
+
+static void self_teardown(void *state, const hiar_tier_t *t, int flags)
+{
+    (void)state, (void)t, (void)flags;
+}
+
+const hiar_transport_t hiar_transport_self = {"self",      self_usable, self_setup, self_run,     self_max_bytes,
+                                              self_status, self_abort,  self_teardown};
