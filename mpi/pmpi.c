@@ -96,14 +96,10 @@ static _Thread_local int inside_hiar;
 /* A BOOL parameter from the environment; an invalid value warns and gives the default. */
 static int param_bool(hiar_param_id_t id)
 {
-    const char *def = hiar_param_table[id].def, *text = getenv(hiar_param_table[id].name);
     long long num = 0;
 
-    if (text && hiar_param_parse(id, text, &num) == HIAR_SUCCESS)
-        return (int)num;
-    if (text)
-        HIAR_WARN(INIT, "%s; using the default \"%s\"", hiar_last_error(), def);
-    hiar_param_parse(id, def, &num);
+    if (hiar_param_env(id, &num) != HIAR_SUCCESS)
+        HIAR_WARN(INIT, "%s; using the default \"%s\"", hiar_last_error(), hiar_param_table[id].def);
     return (int)num;
 }
 

@@ -184,6 +184,16 @@ function code(s,   out, i, n, c, j, q) {
 
 # Depth-first search of the module graph; a back edge u -> v closes the
 # cycle v -> ... -> u -> v.
+# One check: its n failures, or one PASS line saying what holds.
+function report(n, list, ok,   i) {
+    for (i = 1; i <= n; i++)
+        print "FAIL: " list[i]
+    fail += n
+    if (!n) {
+        print "PASS: " ok
+        pass++
+    }
+}
 function dfs(u,   a, n, i, v, k, j, msg) {
     state[u] = 1
     stack[++sp] = u
@@ -298,38 +308,10 @@ END {
             dfs(modules[i])
 
     pass = fail = 0
-    if (nunres) {
-        for (i = 1; i <= nunres; i++)
-            print "FAIL: " unresolved[i]
-        fail += nunres
-    } else {
-        print "PASS: the " nincludes + 0 " quoted includes of " nfiles + 0 " files resolve"
-        pass++
-    }
-    if (nbad) {
-        for (i = 1; i <= nbad; i++)
-            print "FAIL: " bad[i]
-        fail += nbad
-    } else {
-        print "PASS: every file is in a layer and includes only what its layer may use" (flat ? " (flat tree)" : "")
-        pass++
-    }
-    if (ncycles) {
-        for (i = 1; i <= ncycles; i++)
-            print "FAIL: " cycles[i]
-        fail += ncycles
-    } else {
-        print "PASS: no include cycle between the " nmodules + 0 " modules"
-        pass++
-    }
-    if (nmpi) {
-        for (i = 1; i <= nmpi; i++)
-            print "FAIL: " mpi[i]
-        fail += nmpi
-    } else {
-        print "PASS: no MPI collective called in the " nmpifiles + 0 " files under src/ outside src/net/"
-        pass++
-    }
+    report(nunres, unresolved, "the " nincludes + 0 " quoted includes of " nfiles + 0 " files resolve")
+    report(nbad, bad, "every file is in a layer and includes only what its layer may use" (flat ? " (flat tree)" : ""))
+    report(ncycles, cycles, "no include cycle between the " nmodules + 0 " modules")
+    report(nmpi, mpi, "no MPI collective called in the " nmpifiles + 0 " files under src/ outside src/net/")
     print pass " passed, " fail " failed"
     exit (fail > 0)
 }'

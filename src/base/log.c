@@ -17,7 +17,7 @@ _Static_assert(HIAR_LOG_LEVEL_WARN == HIAR_LOG_WARN && HIAR_LOG_LEVEL_INFO == HI
                "hiar.h's HIAR_LOG_LEVEL_* differ from param.h's HIAR_LOG_*");
 
 static const char *const subsys_names[HIAR_SUB_COUNT] = {"INIT", "TOPO", "PLAN", "IPC",
-                                                         "SHM",  "MPI",  "TUNE", "CALL"};
+                                                         "SHM",  "MPI",  "CALL"};
 static const char *const level_names[] = {"NONE", "WARN", "INFO", "TRACE"};
 
 static struct {
@@ -47,17 +47,6 @@ static _Thread_local int in_handler;
 
 static void log_write(int level, hiar_log_subsys_t sub, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-
-/* Value of an environment parameter, or its default when unset or invalid. */
-static long long env_num(hiar_param_id_t id)
-{
-    const char *text = getenv(hiar_param_table[id].name);
-    long long num;
-
-    if (!text || hiar_param_parse(id, text, &num) != HIAR_SUCCESS)
-        hiar_param_parse(id, hiar_param_table[id].def, &num);
-    return num;
-}
 
 /* "INIT,TOPO" selects those, "^SHM" all but SHM, "ALL" everything. */
 static unsigned parse_subsys(const char *text)
@@ -105,9 +94,11 @@ static void log_init(void)
 {
     const char *subsys = getenv("HIAR_DEBUG_SUBSYS");
     const char *file = getenv("HIAR_DEBUG_FILE");
+    long long level;
 
     gethostname(log_state.host, sizeof(log_state.host) - 1);
-    log_state.level = (int)env_num(HIAR_P_DEBUG);
+    hiar_param_env(HIAR_P_DEBUG, &level); /* an invalid value: hiar_comm_create warns of it */
+    log_state.level = (int)level;
     log_state.subsys_mask = parse_subsys(subsys ? subsys : "ALL");
     log_state.file = stderr;
     if (file && *file) {

@@ -17,7 +17,7 @@ enum { HIAR_LOG_NONE, HIAR_LOG_WARN, HIAR_LOG_INFO, HIAR_LOG_TRACE };
 
 typedef enum {
     HIAR_SUB_INIT, HIAR_SUB_TOPO, HIAR_SUB_PLAN, HIAR_SUB_IPC, HIAR_SUB_SHM,
-    HIAR_SUB_MPI, HIAR_SUB_TUNE, HIAR_SUB_CALL, HIAR_SUB_COUNT
+    HIAR_SUB_MPI, HIAR_SUB_CALL, HIAR_SUB_COUNT
 } hiar_log_subsys_t;
 
 /* Whether a message of this level and subsystem would be written. */

@@ -122,3 +122,13 @@ hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *
     *num = value;
     return HIAR_SUCCESS;
 }
+
+hiar_result_t hiar_param_env(hiar_param_id_t id, long long *num)
+{
+    const char *text = getenv(hiar_param_table[id].name);
+    hiar_result_t rc = text ? hiar_param_parse(id, text, num) : HIAR_SUCCESS;
+
+    if (!text || rc != HIAR_SUCCESS)
+        hiar_param_parse(id, hiar_param_table[id].def, num);
+    return rc;
+}

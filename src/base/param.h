@@ -43,6 +43,12 @@ extern const hiar_param_info_t hiar_param_table[HIAR_PARAM_COUNT];
 /* Parse one value of parameter id; on failure the last error says why. */
 hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *num);
 
+/*
+ * A PROCESS parameter's value from the environment: *num is the default
+ * where it is unset, or invalid (then the result says why).
+ */
+hiar_result_t hiar_param_env(hiar_param_id_t id, long long *num);
+
 /* Parameter id by name ("HIAR_ALGO"); -1 when there is none. */
 int hiar_param_find(const char *name);
 

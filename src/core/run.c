@@ -76,7 +76,7 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 
 hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
 {
-    HIAR_TRACE(PLAN, "allreduce %zu x %s %s on %s buffers: %s", c->count, hiar_dtype_name(c->dtype),
+    HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", c->count, hiar_dtype_name(c->dtype),
                hiar_op_name(c->op), c->device ? "device" : "host", hiar_plan_name(c->plan));
 #ifdef HIAR_HAVE_CUDA
     if (c->plan.via == HIAR_VIA_DEVICE)

@@ -109,13 +109,6 @@ static hiar_result_t ipc_run(void *state, const hiar_tier_t *t, const hiar_call_
     return step == HIAR_STEP_ALLREDUCE ? hiar_ipc_allreduce(state, c) : hiar_ipc_hier_step(state, c, step, c->plan.chunk);
 }
 
-/* The kernels chunk calls themselves. */
-static size_t ipc_max_bytes(const void *state)
-{
-    (void)state;
-    return (size_t)-1;
-}
-
 static hiar_result_t ipc_status(const void *state)
 {
     return hiar_ipc_status(state);
@@ -144,5 +137,13 @@ static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
     hiar_ipc_destroy(ipc);
 }
 
-const hiar_transport_t hiar_transport_ipc = {"ipc",      ipc_usable, ipc_setup, ipc_run,     ipc_max_bytes,
-                                             ipc_status, ipc_abort,  ipc_teardown};
+const hiar_transport_t hiar_transport_ipc = {
+    .name = "ipc",
+    .usable = ipc_usable,
+    .setup = ipc_setup,
+    .run = ipc_run,
+    .max_bytes = hiar_transport_unbounded,
+    .status = ipc_status,
+    .abort = ipc_abort,
+    .teardown = ipc_teardown,
+};

@@ -35,27 +35,18 @@ static hiar_result_t self_run(void *state, const hiar_tier_t *t, const hiar_call
     return hiar_cuda_copy_async(c->recvbuf, c->sendbuf, hiar_call_bytes(c), c->stream);
 }
 
-static size_t self_max_bytes(const void *state)
-{
-    (void)state;
-    return (size_t)-1;
-}
-
-static hiar_result_t self_status(const void *state)
-{
-    (void)state;
-    return HIAR_SUCCESS;
-}
-
-static void self_abort(void *state)
-{
-    (void)state;
-}
-
 static void self_teardown(void *state, const hiar_tier_t *t, int flags)
 {
     (void)state, (void)t, (void)flags;
 }
 
-const hiar_transport_t hiar_transport_self = {"self",      self_usable, self_setup, self_run,     self_max_bytes,
-                                              self_status, self_abort,  self_teardown};
+const hiar_transport_t hiar_transport_self = {
+    .name = "self",
+    .usable = self_usable,
+    .setup = self_setup,
+    .run = self_run,
+    .max_bytes = hiar_transport_unbounded,
+    .status = hiar_transport_no_status,
+    .abort = hiar_transport_no_abort,
+    .teardown = self_teardown,
+};

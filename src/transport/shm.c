@@ -308,18 +308,6 @@ static size_t shm_max_bytes(const void *state)
     return hiar_shm_slot_bytes(state);
 }
 
-/* Host waits watch the comm's abort flag (base/wait.h): nothing to stop here. */
-static hiar_result_t shm_status(const void *state)
-{
-    (void)state;
-    return HIAR_SUCCESS;
-}
-
-static void shm_abort(void *state)
-{
-    (void)state;
-}
-
 /* A failed call may have left receives posted into the segment (net/inter.c): then it stays. */
 static void shm_teardown(void *state, const hiar_tier_t *t, int flags)
 {
@@ -328,5 +316,13 @@ static void shm_teardown(void *state, const hiar_tier_t *t, int flags)
         hiar_shm_destroy(state);
 }
 
-const hiar_transport_t hiar_transport_shm = {"shm",        shm_usable, shm_setup, shm_run, shm_max_bytes,
-                                             shm_status, shm_abort,  shm_teardown};
+const hiar_transport_t hiar_transport_shm = {
+    .name = "shm",
+    .usable = shm_usable,
+    .setup = shm_setup,
+    .run = shm_run,
+    .max_bytes = shm_max_bytes,
+    .status = hiar_transport_no_status,
+    .abort = hiar_transport_no_abort,
+    .teardown = shm_teardown,
+};

@@ -82,23 +82,6 @@ static hiar_result_t staged_run(void *state, const hiar_tier_t *t, const hiar_ca
     return HIAR_SUCCESS;
 }
 
-static size_t staged_max_bytes(const void *state)
-{
-    (void)state;
-    return (size_t)-1;
-}
-
-static hiar_result_t staged_status(const void *state)
-{
-    (void)state;
-    return HIAR_SUCCESS;
-}
-
-static void staged_abort(void *state)
-{
-    (void)state;
-}
-
 /* A failed comm's buffers may be the target of a pending MPI request, and copies left on the caller's stream may still read them. */
 static void staged_teardown(void *state, const hiar_tier_t *t, int flags)
 {
@@ -114,5 +97,13 @@ static void staged_teardown(void *state, const hiar_tier_t *t, int flags)
     free(s);
 }
 
-const hiar_transport_t hiar_transport_staged = {"staged",      staged_usable, staged_setup, staged_run,     staged_max_bytes,
-                                                staged_status, staged_abort,  staged_teardown};
+const hiar_transport_t hiar_transport_staged = {
+    .name = "staged",
+    .usable = staged_usable,
+    .setup = staged_setup,
+    .run = staged_run,
+    .max_bytes = hiar_transport_unbounded,
+    .status = hiar_transport_no_status,
+    .abort = hiar_transport_no_abort,
+    .teardown = staged_teardown,
+};

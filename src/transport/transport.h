@@ -58,6 +58,15 @@ typedef struct hiar_transport {
     void (*teardown)(void *state, const hiar_tier_t *tier, int flags);
 } hiar_transport_t;
 
+/*
+ * Shared operations: status of a transport with nothing asynchronous, abort
+ * of one whose waits watch the comm's abort flag or the kernels' own, and
+ * max_bytes of one that chunks calls itself.
+ */
+hiar_result_t hiar_transport_no_status(const void *state);
+void hiar_transport_no_abort(void *state);
+size_t hiar_transport_unbounded(const void *state);
+
 /* The transports; all but shm exist in CUDA builds only. */
 extern const hiar_transport_t hiar_transport_shm;
 extern const hiar_transport_t hiar_transport_ipc;
