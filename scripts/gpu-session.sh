@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, inside an unpacked and built release tarball:
 # GPU tests (one and two ranks per GPU, the latter under CUDA MPS; one group
-# and several), the benchmark eager and in CUDA graphs against NCCL and MPI,
-# hierarchical runs, and compute-sanitizer.  Logs go to $1 (default
+# and several), the benchmark eager and in CUDA graphs (against NCCL where
+# there is a GPU per rank, and MPI), hierarchical runs, and compute-sanitizer.
+# On one GPU every run puts 2 or 4 ranks on it under CUDA MPS (NCCL refuses
+# two ranks on one GPU: hiar against MPI only).  Logs go to $1 (default
 # ./gpu-logs), at most 8 files (what the device tool brings back).
 set -u
 out=${1:-gpu-logs}
 mkdir -p "$out"
 # A bug that deadlocks a kernel should cost seconds, not the default 10 minutes.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 ngpu=$(nvidia-smi -L | wc -l)
 run() { # log name, then the command
     local name=$1
@@ -19,43 +22,54 @@ run() { # log name, then the command
     grep -E "passed|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -n 2 | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
 }
-mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS"
+mps_start() {
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+    nvidia-cuda-mps-control -d
+}
+mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
 bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
+# A rank per GPU, at least two (then on one GPU, under MPS); NCCL only with a GPU per rank.
+np=$((ngpu >= 2 ? ngpu : 2))
+impl=hiar,mpi
+[ "$ngpu" -ge 2 ] && impl=hiar,mpi,nccl
+[ "$ngpu" -lt 2 ] && mps_start
 { nvidia-smi topo -m; ./bench/hiar-info; ./bench/hiar-info --topo; } >"$out/machine.txt" 2>&1
 
-run tests $mpi -np "$ngpu" ./tests/gpu/test_gpu
-run tests $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+run tests $mpi -np "$np" ./tests/gpu/test_gpu
+run tests $mpi -np "$np" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
 # MPI_Allreduce on device buffers through libhiar_mpi.so (LD_PRELOAD), one group and two.
-run tests env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/pmpi/pmpi-device.test
-run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_GROUPS="0|1" sh tests/pmpi/pmpi-device.test
+mps_args="-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" sh tests/pmpi/pmpi-device.test
+run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" HIAR_GROUPS="0|1" \
+    sh tests/pmpi/pmpi-device.test
 # Small messages take many iterations: at 20, one slow launch moved a 4 KB ratio from 0.5 to 0.8.
-run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 300 -w 30
-run bench-flat $mpi -np "$ngpu" $bench -b 16M -e 1G -f 4 -n 20 -w 5
-run bench-flat $mpi -np "$ngpu" $bench -b 1K -e 4M -f 4 -n 300 -w 30 --graph
-run bench-flat $mpi -np "$ngpu" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 300 -w 30 --graph
-run bench-flat $mpi -np "$ngpu" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
+run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30
+run bench-flat $mpi -np "$np" $bench --impl $impl -b 16M -e 1G -f 4 -n 20 -w 5
+run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30 --graph
+run bench-flat $mpi -np "$np" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 300 -w 30 --graph
+[ "$ngpu" -ge 2 ] && run bench-flat $mpi -np "$np" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
 # Buffers from hiar_mem_alloc (and registered with NCCL): the zero-copy two-shot.
-run bench-flat $mpi -np "$ngpu" $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5 --register
-run bench-hier $mpi -np "$ngpu" -x HIAR_GROUPS="0|1" $bench --split -b 1K -e 256M -f 4 -n 20 -w 5
+run bench-flat $mpi -np "$np" $bench --impl ${impl/,mpi/} -b 16M -e 1G -f 4 -n 20 -w 5 --register
+run bench-hier $mpi -np "$np" -x HIAR_GROUPS="0|1" $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
 
-export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
-nvidia-cuda-mps-control -d
-mps="$mpi -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -np $((2 * ngpu))"
+[ "$ngpu" -ge 2 ] && mps_start
+mps="$mpi -np $((2 * np))"
 run tests $mps ./tests/gpu/test_gpu --quick
 for g in "0,1|2,3" "0,2|1,3" "0|1,2,3"; do
     run tests $mps -x HIAR_GROUPS="$g" ./tests/gpu/test_gpu --quick
 done
-# NCCL cannot put two ranks on one GPU: hiar against MPI only.
 run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
 run bench-hier $mps $bench --impl hiar,mpi -b 1K -e 256M -f 4 -n 20 -w 5
 echo quit | nvidia-cuda-mps-control
 
 # memcheck and synccheck (compute-sanitizer of CUDA 13.0) crashed the process with
 # programmatic dependent launches (HIAR_PDL=1) and pass without; racecheck passes with.
-san="$mpi -np $ngpu -x HIAR_PDL=0 compute-sanitizer"
-run sanitizer $san --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
-run sanitizer $mpi -np "$ngpu" -x HIAR_PDL=0 -x HIAR_ALGO=twoshot compute-sanitizer --tool memcheck $bench --impl hiar -b 1M -e 1M -n 2 -w 1 --register
-run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
-run sanitizer $mpi -np "$ngpu" -x HIAR_ALGO=twoshot compute-sanitizer --tool racecheck $bench --impl hiar -b 1M -e 1M -n 1 -w 0 --register
-run sanitizer $san --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
+# Run with a GPU per rank only: on one GPU the ranks share it under MPS, which these runs were never tried with.
+if [ "$ngpu" -ge 2 ]; then
+    san="$mpi -np $ngpu -x HIAR_PDL=0 compute-sanitizer"
+    run sanitizer $san --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
+    run sanitizer $mpi -np "$ngpu" -x HIAR_PDL=0 -x HIAR_ALGO=twoshot compute-sanitizer --tool memcheck $bench --impl hiar -b 1M -e 1M -n 2 -w 1 --register
+    run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
+    run sanitizer $mpi -np "$ngpu" -x HIAR_ALGO=twoshot compute-sanitizer --tool racecheck $bench --impl hiar -b 1M -e 1M -n 1 -w 0 --register
+    run sanitizer $san --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
+fi

@@ -102,11 +102,17 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
     return HIAR_SUCCESS;
 }
 
+/* The all-gather half sends the owned shards from the output, where the step between groups left them. */
 static hiar_result_t ipc_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
 {
+    hiar_call_t ag = *c;
+
     (void)t;
     HIAR_CHECK(hiar_ipc_status(state));
-    return step == HIAR_STEP_ALLREDUCE ? hiar_ipc_allreduce(state, c) : hiar_ipc_hier_step(state, c, step, c->plan.chunk);
+    if (step == HIAR_STEP_ALLREDUCE)
+        return hiar_ipc_allreduce(state, c);
+    ag.sendbuf = c->recvbuf;
+    return hiar_ipc_hier_step(state, step == HIAR_STEP_ALLGATHER ? &ag : c, step, c->plan.chunk);
 }
 
 static hiar_result_t ipc_status(const void *state)
