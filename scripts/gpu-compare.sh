@@ -2,8 +2,9 @@
 # On the GPU machine: hiar-bench of two release tarballs side by side in one
 # machine start (a change that must not move the numbers, and the build
 # before it), and the GPU tests of the second.  One H200 is enough: 2 and 4
-# ranks share it under CUDA MPS.  Runs alternate between the builds, so that
-# drift of the machine falls on both alike.
+# ranks share it under CUDA MPS.  Every benchmark runs in the order before,
+# after, after, before, so that a drift of the machine falls on both alike;
+# a table shows each build's two runs.
 #   bash scripts/gpu-compare.sh BEFORE.tar.gz AFTER.tar.gz OUT_DIR
 set -u
 before=$1 after=$2 out=$3
@@ -49,13 +50,13 @@ log tests.log after at after env srcdir=. top_builddir=. MPIRUN=mpirun \
 bench="./bench/hiar-bench -m device -d bfloat16 -o sum --impl hiar"
 for np in 2 4; do
     for mode in "" --graph; do
-        for v in before after; do
+        for v in before after after before; do
             log bench.log "$v np $np ${mode:-eager}" at $v $mpi -np $np $bench -b 1K -e 256K -f 4 -n 300 -w 30 $mode
             log bench.log "$v np $np ${mode:-eager}" at $v $mpi -np $np $bench -b 1M -e 256M -f 4 -n 20 -w 5 $mode
         done
     done
 done
-for v in before after; do
+for v in before after after before; do
     log bench.log "$v np 4 groups 0,1|2,3 eager" at $v $mpi -np 4 -x HIAR_GROUPS="0,1|2,3" $bench -b 1K -e 256M -f 4 -n 20 -w 5
 done
 echo quit | nvidia-cuda-mps-control

@@ -51,7 +51,7 @@ static inline hiar_result_t hiar_wait_poll(hiar_wait_t *w)
     if (atomic_load_explicit(w->abort, memory_order_relaxed))
         return hiar_error_set(HIAR_COMM_FAILED, "%s: the communicator was aborted", w->what);
     if (hiar_now_ns() > w->deadline_ns)
-        return hiar_error_set(HIAR_TIMEOUT, "%s: no progress within HIAR_TIMEOUT_MS=%d ms",
+        return hiar_error_set(HIAR_TIMEOUT, "%s: the peers did not all arrive within HIAR_TIMEOUT_MS=%d ms of the call's start",
                               w->what, w->timeout_ms);
     return HIAR_SUCCESS;
 }

@@ -113,7 +113,12 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     HIAR_CHECK(host_side(comm));
 #ifdef HIAR_HAVE_CUDA
     {
-        hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, hiar_run_host, comm};
+        hiar_plan_input_t in;
+        hiar_plan_limits_t limits;
+        hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, 0, hiar_run_host, comm};
+        hiar_comm_plan_input(comm, 1, 0, &in);
+        hiar_plan_limits(&in, &limits);
+        env.slot_bytes = limits.ipc_slot;
         HIAR_CHECK(hiar_gpu_create(&env, &comm->gpu));
     }
 #endif

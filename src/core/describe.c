@@ -36,6 +36,26 @@ static void describe_paths(const hiar_comm_t *comm, FILE *out)
              l.shm_slot);
 }
 
+#ifdef HIAR_HAVE_CUDA
+/* What device buffers take, from the same limits as the plan. */
+static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
+{
+    hiar_plan_input_t in;
+    hiar_plan_limits_t l;
+
+    hiar_comm_plan_input(comm, 1, 0, &in);
+    hiar_plan_limits(&in, &l);
+    if (in.ngroups == 1 && in.ipc)
+        EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes",
+             l.ipc_ll_max, l.ipc_push_max, l.ipc_slot);
+    else if (in.hier_ready)
+        EMIT(out, "  device paths: staged up to %d bytes, then hier (GPU) in chunks of %zu bytes", HIAR_DEVICE_HIER_MIN,
+             hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards));
+    else
+        EMIT(out, "  device paths: staged through host memory along the host groups");
+}
+#endif
+
 hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
 {
     const hiar_grouping_t *g;
@@ -54,6 +74,8 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         char gpu[480];
         hiar_gpu_summary(comm->gpu, gpu, sizeof(gpu));
         EMIT(out, "  rank %d: %s", comm->rank, gpu);
+        if (comm->gpu)
+            describe_device_paths(comm, out);
         if (out && comm->gpu)
             hiar_gpu_print_topology(comm->gpu, out);
     }

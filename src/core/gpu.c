@@ -6,7 +6,6 @@
 
 #include "base/log.h"
 #include "core/gpu.h"
-#include "core/plan.h"
 #include "net/coll.h"
 #include "topo/nvml.h"
 
@@ -115,7 +114,7 @@ static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *g
 {
     static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_self};
     const hiar_params_t *p = env->params;
-    hiar_transport_config_t cfg = {gpu->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
+    hiar_transport_config_t cfg = {env->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
                                    (int)p->v[HIAR_P_MAX_BLOCKS].num, (int)p->v[HIAR_P_PDL].num, gpu->device,
                                    all_gpu, on_gpu, env->host_run, env->host_arg};
     char why[64];
@@ -157,11 +156,9 @@ hiar_result_t hiar_gpu_create(const hiar_gpu_env_t *env, hiar_gpu_t **out)
 {
     hiar_gpu_t *gpu = calloc(1, sizeof(*gpu));
     hiar_result_t rc;
-    size_t slot = (size_t)env->params->v[HIAR_P_BUFFER_SIZE].num;
 
     if (!gpu)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU state");
-    gpu->slot_bytes = slot ? slot : HIAR_IPC_SLOT_DEFAULT;
     hiar_cuda_current_device(&gpu->device, gpu->bus_id);
     rc = gpu_setup(env, gpu);
     if (rc != HIAR_SUCCESS || gpu->device < 0) {

@@ -18,7 +18,6 @@ typedef struct hiar_gpu {
     hiar_topo_fact_t *facts; /* [comm size] every rank's topology facts */
     hiar_side_t side;        /* grouping of device buffers, annotated; ipc or self */
     void *staged;            /* the staged transport's state (hiar_transport_staged) */
-    size_t slot_bytes;       /* IPC slot, the same on every rank */
     int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
@@ -29,6 +28,7 @@ typedef struct {
     MPI_Comm mpi;
     int rank, size;
     const hiar_params_t *params;
+    size_t slot_bytes;        /* the IPC slot, resolved by the plan (hiar_plan_limits) */
     hiar_host_run_t host_run; /* where staged calls go */
     void *host_arg;
 } hiar_gpu_env_t;
