@@ -99,7 +99,10 @@ typedef void *hiar_stream_t;
  *     hiar_config_t cfg = HIAR_CONFIG_INIT;
  * `settings` holds parameters as "NAME=value" pairs separated by ';' or
  * newlines, e.g. "HIAR_ALGO=oneshot;HIAR_TIMEOUT_MS=500", with the names of
- * doc/params.md.  Precedence: settings > HIAR_* environment > default.
+ * doc/params.md.  Precedence: settings > HIAR_* environment > default, for
+ * the parameters of communicator scope; the process-wide ones (HIAR_DEBUG*,
+ * HIAR_PMPI*) come from the environment only, and settings naming them fail
+ * with HIAR_INVALID_ARGUMENT.
  */
 typedef struct hiar_config {
     size_t size;          /* sizeof(hiar_config_t), set by HIAR_CONFIG_INIT */

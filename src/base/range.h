@@ -35,7 +35,7 @@ HIAR_HD static inline void hiar_range_scaled(size_t units, size_t unit, int part
 
     hiar_range_part(units, parts, i, &first, &n);
     *lo = first * unit;
-    *hi = (first + n) * unit;
+    *hi = *lo + n * unit;
 }
 
 #define HIAR_SHARD_ALIGN 64

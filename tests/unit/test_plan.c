@@ -272,6 +272,36 @@ static void check_shards(size_t count, size_t esize, int nshards)
                       count, esize, nshards, smallest, largest);
 }
 
+/* base/range.h: parts cover [0, units) in order, sizes differ by at most one, the first get the extra ones. */
+Test(range, parts_cover_in_order)
+{
+    for (size_t units = 0; units < 40; units++)
+        for (int parts = 1; parts <= 9; parts++) {
+            size_t next = 0, first, n, lo, hi;
+            for (int i = 0; i < parts; i++) {
+                hiar_range_part(units, parts, i, &first, &n);
+                cr_expect_eq(first, next, "%zu units, %d parts: part %d starts at %zu", units, parts, i, first);
+                cr_expect(n == units / parts + ((size_t)i < units % parts), "%zu units, part %d of %d has %zu",
+                          units, i, parts, n);
+                hiar_range_scaled(units, 16, parts, i, &lo, &hi);
+                cr_expect(lo == 16 * first && hi == 16 * (first + n));
+                next = first + n;
+            }
+            cr_expect_eq(next, units);
+        }
+}
+
+/* The IPC shards (cuda/api.h) are the same rule in 16-byte units. */
+Test(range, ipc_shards_are_16_byte_parts)
+{
+    size_t lo, hi;
+
+    hiar_ipc_shard_range(100, 3, 0, &lo, &hi); /* 7 units: 3, 2, 2 */
+    cr_expect(lo == 0 && hi == 48);
+    hiar_ipc_shard_range(100, 3, 2, &lo, &hi);
+    cr_expect(lo == 80 && hi == 112, "the last shard may pass the end inside its last unit: [%zu, %zu)", lo, hi);
+}
+
 Test(shard, cover_disjoint_aligned)
 {
     static const size_t esizes[] = {1, 2, 4, 8};
