@@ -4,12 +4,6 @@
 #include "base/error.h"
 #include "net/coll.h"
 
-int hiar_net_all(MPI_Comm comm, int cond)
-{
-    int all = 0;
-    return PMPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, comm) == MPI_SUCCESS && all;
-}
-
 hiar_result_t hiar_net_agree(MPI_Comm comm, hiar_result_t rc, const char *call)
 {
     int mine = rc, worst = rc;

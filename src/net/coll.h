@@ -14,9 +14,6 @@
 #include "base/wait.h"
 #include "hiar.h"
 
-/* 1 if cond holds on every rank of comm (0 also if MPI fails). */
-int hiar_net_all(MPI_Comm comm, int cond);
-
 /*
  * Every rank learns whether any rank failed, so all return an error
  * together: the worst code; "<call> failed on another rank" where this rank
