@@ -11,7 +11,7 @@ before=$1 after=$2 out=$3
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=20000
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
-work=${HIAR_COMPARE_WORK:-$(mktemp -d)} # kept: the builds stay for more runs
+work=${GPU_COMPARE_WORK:-$(mktemp -d)} # kept: the builds stay for more runs (not HIAR_*: hiar warns of unknown HIAR_ names)
 build() { # name tarball
     mkdir -p "$work/$1" && tar xzf "$2" -C "$work/$1" && cd "$work/$1"/hiar-*/ &&
         ./configure --with-cuda-arch=90 --without-criterion && make -j8 &&
