@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the parameter parser (src/param.c).
+ * libFuzzer target: the parameter parser (src/base/param.c, src/base/settings.c).
  *
  * The input, as text, is the `settings` of a hiar_config_t
  * ("NAME=value;NAME=value" or lines), loaded over the defaults the way

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the sysfs PCI reader (hiar_pci_locate, src/pcitopo.c).
+ * libFuzzer target: the sysfs PCI reader (hiar_pci_locate, src/topo/pci.c).
  *
  * The input describes a small sysfs tree, which is written into a fresh
  * temporary directory, and the GPUs to look up in it.  One entry per line:

@@ -1,5 +1,5 @@
 /*
- * Host reductions (src/reduce.c) against a reference written here: the same
+ * Host reductions (src/base/reduce.c) against a reference written here: the same
  * documented order (srcs[0] op srcs[1] op ...), float16 through the compiler's
  * _Float16 conversions, bfloat16 through this file's own rounding, integers
  * in unsigned arithmetic (two's-complement wrap).  Every dtype x op, odd
