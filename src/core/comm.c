@@ -166,8 +166,8 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
 #ifdef HIAR_HAVE_CUDA
     in->ipc_ll_max = hiar_ipc_oneshot_max();
     /* Device buffers follow the device grouping (topology), host ones the host's. */
+    in->device = device;
     if (device && comm->gpu) {
-        in->device = 1;
         in->ngroups = comm->gpu->side.tier.groups.ngroups;
         in->device_nshards = comm->gpu->side.tier.nshards;
         in->ipc = hiar_gpu_has_ipc(comm->gpu);

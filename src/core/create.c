@@ -81,48 +81,64 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
     return HIAR_SUCCESS;
 }
 
-/* Host buffers: grouped by host, shared memory in the group (none where every rank is alone). */
-static hiar_result_t host_side(hiar_comm_t *comm)
+/* Host buffers: grouped by host (collective over the comm). */
+static hiar_result_t host_groups(hiar_comm_t *comm)
 {
-    hiar_transport_config_t cfg = {0};
-    hiar_plan_input_t in;
-    hiar_plan_limits_t limits;
     hiar_grouping_t g = {0};
     hiar_result_t rc;
 
     HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->size, &g));
     rc = hiar_side_init(&comm->host, comm->mpi, comm->rank, &g);
     hiar_grouping_free(&g);
-    HIAR_CHECK(rc);
+    return rc;
+}
+
+/*
+ * Shared memory in the host group (none where every rank is alone).  A group
+ * that cannot map it fails the comm: host buffers have no other path.  Its
+ * failure is agreed in the group only, so it comes last, after every
+ * collective over the whole comm (then all ranks meet in the final agreement).
+ */
+static hiar_result_t host_transport(hiar_comm_t *comm)
+{
+    hiar_transport_config_t cfg = {0};
+    hiar_plan_input_t in;
+    hiar_plan_limits_t limits;
+
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &limits);
     cfg.slot_bytes = limits.shm_slot;
     cfg.device = -1;
     if (!hiar_transport_shm.usable(&comm->host.tier, &cfg, comm->host.why, sizeof(comm->host.why)))
         return HIAR_SUCCESS;
-    /* A group that cannot map its shared memory fails the comm: host buffers have no other path. */
     HIAR_CHECK(hiar_transport_shm.setup(&comm->host.tier, &cfg, &comm->host.state, comm->host.why,
                                         sizeof(comm->host.why)));
     comm->host.tp = &hiar_transport_shm;
     return HIAR_SUCCESS;
 }
 
+#ifdef HIAR_HAVE_CUDA
+static hiar_result_t device_side(hiar_comm_t *comm)
+{
+    hiar_plan_input_t in;
+    hiar_plan_limits_t limits;
+    hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, 0, hiar_run_host, comm};
+
+    hiar_comm_plan_input(comm, 1, 0, &in);
+    hiar_plan_limits(&in, &limits);
+    env.slot_bytes = limits.ipc_slot;
+    return hiar_gpu_create(&env, &comm->gpu);
+}
+#endif
+
 static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
     HIAR_CHECK(check_params_agree(comm));
-    HIAR_CHECK(host_side(comm));
+    HIAR_CHECK(host_groups(comm));
 #ifdef HIAR_HAVE_CUDA
-    {
-        hiar_plan_input_t in;
-        hiar_plan_limits_t limits;
-        hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, 0, hiar_run_host, comm};
-        hiar_comm_plan_input(comm, 1, 0, &in);
-        hiar_plan_limits(&in, &limits);
-        env.slot_bytes = limits.ipc_slot;
-        HIAR_CHECK(hiar_gpu_create(&env, &comm->gpu));
-    }
+    HIAR_CHECK(device_side(comm));
 #endif
-    return HIAR_SUCCESS;
+    return host_transport(comm);
 }
 
 static hiar_result_t check_create_args(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar_comm_t **out)

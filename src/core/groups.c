@@ -34,6 +34,8 @@ static hiar_result_t check_real_hosts(const hiar_grouping_t *g, const char *real
 static hiar_result_t choose_host(const hiar_params_t *p, const char *ids, const char *real_ids, int size,
                                  hiar_grouping_t *g)
 {
+    hiar_result_t rc;
+
     if (*p->v[HIAR_P_GROUPS].text)
         HIAR_CHECK(explicit_groups(p, size, g));
     else if (p->v[HIAR_P_GROUP_LEVEL].num == HIAR_LEVEL_RANK)
@@ -43,7 +45,10 @@ static hiar_result_t choose_host(const hiar_params_t *p, const char *ids, const 
         snprintf(g->why, sizeof(g->why), "host buffers: one group per host%s",
                  *p->v[HIAR_P_HOST_ID].text ? " (HIAR_HOST_ID)" : "");
     }
-    return check_real_hosts(g, real_ids, size);
+    rc = check_real_hosts(g, real_ids, size);
+    if (rc != HIAR_SUCCESS)
+        hiar_grouping_free(g);
+    return rc;
 }
 
 hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int size, hiar_grouping_t *out)
@@ -77,8 +82,13 @@ hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t 
 {
     if (!*p->v[HIAR_P_GROUPS].text)
         return hiar_topo_group(facts, size, (int)p->v[HIAR_P_GROUP_LEVEL].num, NULL, out);
+    hiar_result_t rc;
+
     HIAR_CHECK(explicit_groups(p, size, out));
-    return hiar_topo_annotate(facts, NULL, out);
+    rc = hiar_topo_annotate(facts, NULL, out);
+    if (rc != HIAR_SUCCESS)
+        hiar_grouping_free(out);
+    return rc;
 }
 
 hiar_result_t hiar_side_init(hiar_side_t *s, MPI_Comm mpi, int rank, hiar_grouping_t *g)

@@ -81,6 +81,9 @@ hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
 #ifdef HIAR_HAVE_CUDA
     if (c->plan.via == HIAR_VIA_DEVICE)
         return run_device(comm, c);
+    if (c->plan.via == HIAR_VIA_STAGED && !comm->gpu)
+        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: no pinned staging buffer for device buffers (is a GPU "
+                                              "selected on this rank?)");
     if (c->plan.via == HIAR_VIA_STAGED)
         return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
 #endif

@@ -33,9 +33,9 @@ static int ipc_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, 
 static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
 {
     int pass = 0;
-    hiar_result_t rc = hiar_ipc_probe_write(ipc, PROBE_TOKEN);
+    hiar_result_t rc = hiar_ipc_probe_write(ipc, PROBE_TOKEN), brc = hiar_net_barrier(group);
 
-    HIAR_CHECK(hiar_net_barrier(group));
+    rc = rc == HIAR_SUCCESS ? brc : rc;
     if (rc == HIAR_SUCCESS && (rc = hiar_ipc_probe_check(ipc, PROBE_TOKEN, &pass)) == HIAR_SUCCESS && !pass)
         rc = hiar_error_set(HIAR_CUDA_ERROR, "wrong data read back");
     return hiar_net_agree(group, rc, "the CUDA IPC P2P check");

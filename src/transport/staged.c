@@ -69,8 +69,8 @@ static hiar_result_t staged_run(void *state, const hiar_tier_t *t, const hiar_ca
 
     (void)t, (void)step;
     if (!buf)
-        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: no pinned staging buffer for device "
-                                              "buffers (is a GPU selected on this rank?)");
+        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: cannot allocate %zu bytes of pinned host memory to "
+                                              "stage device buffers", 2 * HIAR_STAGE_BYTES);
     for (size_t off = 0; off < c->count; off += chunk) {
         hiar_call_t piece = hiar_call_slice(c, off, c->count - off < chunk ? c->count - off : chunk);
         HIAR_CHECK(hiar_cuda_copy(buf, piece.sendbuf, hiar_call_bytes(&piece), c->stream));
