@@ -56,11 +56,6 @@ static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
  * every rank, or the ranks would group differently or take different paths
  * and wait for each other forever.
  */
-/*
- * Values that decide the grouping or the path of a call must be equal on
- * every rank, or the ranks would group differently or take different paths
- * and wait for each other forever.
- */
 static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
     static const hiar_param_id_t agreed[] = {HIAR_P_GROUPS,      HIAR_P_GROUP_LEVEL, HIAR_P_ALGO,
@@ -85,12 +80,9 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
 static hiar_result_t host_groups(hiar_comm_t *comm)
 {
     hiar_grouping_t g = {0};
-    hiar_result_t rc;
 
     HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->size, &g));
-    rc = hiar_side_init(&comm->host, comm->mpi, comm->rank, &g);
-    hiar_grouping_free(&g);
-    return rc;
+    return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
 
 /*
@@ -99,46 +91,39 @@ static hiar_result_t host_groups(hiar_comm_t *comm)
  * failure is agreed in the group only, so it comes last, after every
  * collective over the whole comm (then all ranks meet in the final agreement).
  */
-static hiar_result_t host_transport(hiar_comm_t *comm)
+static hiar_result_t host_transport(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
 {
+    static const hiar_transport_t *const shm[] = {&hiar_transport_shm};
     hiar_transport_config_t cfg = {0};
-    hiar_plan_input_t in;
-    hiar_plan_limits_t limits;
 
-    hiar_comm_plan_input(comm, 0, 0, &in);
-    hiar_plan_limits(&in, &limits);
-    cfg.slot_bytes = limits.shm_slot;
+    cfg.slot_bytes = limits->shm_slot;
     cfg.device = -1;
-    if (!hiar_transport_shm.usable(&comm->host.tier, &cfg, comm->host.why, sizeof(comm->host.why)))
-        return HIAR_SUCCESS;
-    HIAR_CHECK(hiar_transport_shm.setup(&comm->host.tier, &cfg, &comm->host.state, comm->host.why,
-                                        sizeof(comm->host.why)));
-    comm->host.tp = &hiar_transport_shm;
-    return HIAR_SUCCESS;
+    return hiar_side_connect(&comm->host, shm, 1, &cfg);
 }
 
 #ifdef HIAR_HAVE_CUDA
-static hiar_result_t device_side(hiar_comm_t *comm)
+static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
 {
-    hiar_plan_input_t in;
-    hiar_plan_limits_t limits;
-    hiar_gpu_env_t env = {comm->mpi, comm->rank, comm->size, &comm->params, 0, hiar_run_host, comm};
+    hiar_gpu_env_t env = {comm->mpi,      comm->rank,    comm->size, &comm->params,
+                          limits->ipc_slot, hiar_run_host, comm};
 
-    hiar_comm_plan_input(comm, 1, 0, &in);
-    hiar_plan_limits(&in, &limits);
-    env.slot_bytes = limits.ipc_slot;
     return hiar_gpu_create(&env, &comm->gpu);
 }
 #endif
 
 static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
+    hiar_plan_input_t in;
+    hiar_plan_limits_t limits;
+
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(host_groups(comm));
+    hiar_comm_plan_input(comm, 0, 0, &in);
+    hiar_plan_limits(&in, &limits); /* slot sizes: parameters only, the same for both sides */
 #ifdef HIAR_HAVE_CUDA
-    HIAR_CHECK(device_side(comm));
+    HIAR_CHECK(device_side(comm, &limits));
 #endif
-    return host_transport(comm);
+    return host_transport(comm, &limits);
 }
 
 static hiar_result_t check_create_args(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar_comm_t **out)

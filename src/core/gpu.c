@@ -32,7 +32,6 @@ static hiar_result_t group_devices(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 {
     hiar_topo_fact_t mine;
     hiar_grouping_t g = {0};
-    hiar_result_t rc;
 
     own_facts(env, gpu, &mine);
     gpu->facts = malloc(sizeof(mine) * (size_t)env->size);
@@ -40,9 +39,7 @@ static hiar_result_t group_devices(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the topology of %d ranks", env->size);
     HIAR_CHECK(hiar_net_allgather(env->mpi, &mine, sizeof(mine), gpu->facts, "MPI_Allgather of topology facts"));
     HIAR_CHECK(hiar_groups_device(env->params, gpu->facts, env->size, &g));
-    rc = hiar_side_init(&gpu->side, env->mpi, env->rank, &g);
-    hiar_grouping_free(&g);
-    return rc;
+    return hiar_tier_init(&gpu->side.tier, env->mpi, env->rank, &g);
 }
 
 /*
@@ -119,7 +116,10 @@ static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *g
                                    all_gpu, on_gpu, env->host_run, env->host_arg};
     char why[64];
 
-    hiar_side_connect(&gpu->side, candidates, 2, &cfg);
+    /* IPC that cannot be set up falls back to staging (its why says so): not a failure of the comm. */
+    (void)hiar_side_connect(&gpu->side, candidates, 2, &cfg);
+    if (!hiar_transport_staged.usable(&gpu->side.tier, &cfg, why, sizeof(why)))
+        return HIAR_SUCCESS; /* no GPU here: the device side goes (hiar_gpu_create) */
     return hiar_transport_staged.setup(&gpu->side.tier, &cfg, &gpu->staged, why, sizeof(why));
 }
 

@@ -91,25 +91,23 @@ hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t 
     return rc;
 }
 
-hiar_result_t hiar_side_init(hiar_side_t *s, MPI_Comm mpi, int rank, hiar_grouping_t *g)
-{
-    return hiar_tier_init(&s->tier, mpi, rank, g);
-}
-
-void hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
-                       const hiar_transport_config_t *cfg)
+hiar_result_t hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
+                                const hiar_transport_config_t *cfg)
 {
     char first[sizeof(s->why)] = "", other[sizeof(s->why)];
+    hiar_result_t rc;
 
     for (int i = 0; i < n; i++) {
         const hiar_transport_t *tp = candidates[i];
         if (!tp->usable(&s->tier, cfg, i ? other : first, sizeof(first)))
             continue;
-        if (tp->setup(&s->tier, cfg, &s->state, s->why, sizeof(s->why)) == HIAR_SUCCESS)
+        rc = tp->setup(&s->tier, cfg, &s->state, s->why, sizeof(s->why));
+        if (rc == HIAR_SUCCESS)
             s->tp = tp;
-        return;
+        return rc;
     }
     memcpy(s->why, first, sizeof(first));
+    return HIAR_SUCCESS;
 }
 
 void hiar_side_free(hiar_side_t *s, int flags)

@@ -28,15 +28,14 @@ hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int size, h
 hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t *facts, int size,
                                  hiar_grouping_t *out);
 
-/* Collective: the side's tier over *g (taken over). */
-hiar_result_t hiar_side_init(hiar_side_t *s, MPI_Comm mpi, int rank, hiar_grouping_t *g);
-
 /*
- * Sets up the first of the n candidates usable for this rank's group.  A
- * setup that fails (on every rank of the group alike) leaves the side
- * without transport, its why saying so; none usable: the first one's why.
+ * Sets up the first of the n candidates usable for this rank's group and
+ * returns how that went (HIAR_SUCCESS when none is usable: then the first
+ * one's why).  A setup that fails (on every rank of the group alike) leaves
+ * the side without transport, its why saying so; the caller decides whether
+ * that fails the comm.
  */
-void hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
+hiar_result_t hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
                        const hiar_transport_config_t *cfg);
 
 /* HIAR_TEARDOWN_* flags; KEEP also keeps the tier's communicators. */

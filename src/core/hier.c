@@ -20,8 +20,7 @@ static hiar_result_t host_between(hiar_comm_t *comm, const hiar_call_t *c)
         if (n == 0)
             continue;
         HIAR_CHECK(hiar_inter_allreduce(shard, n, c->dtype, c->op, t->shard_comm[s], c->wait));
-        if (c->op == HIAR_AVG)
-            hiar_reduce_divide(shard, n, c->dtype, comm->size);
+        hiar_reduce_divide(shard, n, c->dtype, c->divisor);
     }
     return HIAR_SUCCESS;
 }
@@ -72,10 +71,9 @@ static hiar_result_t device_between(hiar_comm_t *comm, const hiar_call_t *c, cha
                                     MPI_Comm shard_comm)
 {
     size_t piece = HIAR_STAGE_BYTES / c->esize * c->esize;
-    char *stage = hiar_staged_buffer(comm->gpu->staged);
+    char *stage = NULL;
 
-    if (!stage)
-        return hiar_error_set(HIAR_NO_MEMORY, "no pinned staging buffer for the inter-group step");
+    HIAR_CHECK(hiar_staged_buffer(comm->gpu->staged, &stage));
     HIAR_CHECK(hiar_cuda_copy_async(stage, data, bytes < piece ? bytes : piece, c->stream));
     for (size_t off = 0, i = 0; off < bytes; off += piece, i++) {
         char *buf = stage + (i % 2) * HIAR_STAGE_BYTES;
@@ -86,8 +84,7 @@ static hiar_result_t device_between(hiar_comm_t *comm, const hiar_call_t *c, cha
             HIAR_CHECK(hiar_cuda_copy_async(stage + ((i + 1) % 2) * HIAR_STAGE_BYTES, data + next,
                                             bytes - next < piece ? bytes - next : piece, c->stream));
         HIAR_CHECK(hiar_inter_allreduce(buf, n / c->esize, c->dtype, c->op, shard_comm, c->wait));
-        if (c->op == HIAR_AVG)
-            hiar_reduce_divide(buf, n / c->esize, c->dtype, comm->size);
+        hiar_reduce_divide(buf, n / c->esize, c->dtype, c->divisor);
         HIAR_CHECK(hiar_cuda_copy_async(data + off, buf, n, c->stream));
     }
     return HIAR_SUCCESS;

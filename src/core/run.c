@@ -25,8 +25,7 @@ static hiar_result_t run_mpi(hiar_comm_t *comm, const hiar_call_t *c)
         size_t n = c->count - off < chunk ? c->count - off : chunk;
         memcpy(scratch, (const char *)c->sendbuf + off * c->esize, n * c->esize);
         HIAR_CHECK(hiar_inter_allreduce(scratch, n, c->dtype, c->op, comm->mpi, c->wait));
-        if (c->op == HIAR_AVG)
-            hiar_reduce_divide(scratch, n, c->dtype, comm->size);
+        hiar_reduce_divide(scratch, n, c->dtype, c->divisor);
         memcpy((char *)c->recvbuf + off * c->esize, scratch, n * c->esize);
     }
     return HIAR_SUCCESS;
@@ -81,11 +80,11 @@ hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
 #ifdef HIAR_HAVE_CUDA
     if (c->plan.via == HIAR_VIA_DEVICE)
         return run_device(comm, c);
-    if (c->plan.via == HIAR_VIA_STAGED && !comm->gpu)
+    if (c->plan.via == HIAR_VIA_STAGED && comm->gpu)
+        return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
+    if (c->plan.via == HIAR_VIA_STAGED)
         return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: no pinned staging buffer for device buffers (is a GPU "
                                               "selected on this rank?)");
-    if (c->plan.via == HIAR_VIA_STAGED)
-        return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
 #endif
     return hiar_run_host(comm, c);
 }

@@ -22,13 +22,17 @@ typedef struct {
     void *host_arg;
 } staged_t;
 
-char *hiar_staged_buffer(void *state)
+hiar_result_t hiar_staged_buffer(void *state, char **buf)
 {
     staged_t *s = state;
 
-    if (!s->buf && hiar_cuda_host_alloc(2 * HIAR_STAGE_BYTES, (void **)&s->buf) != HIAR_SUCCESS)
+    if (!s->buf && hiar_cuda_host_alloc(2 * HIAR_STAGE_BYTES, (void **)&s->buf) != HIAR_SUCCESS) {
         s->buf = NULL;
-    return s->buf;
+        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: cannot allocate %zu bytes of pinned host memory to "
+                                              "stage device buffers (%s)", 2 * HIAR_STAGE_BYTES, hiar_last_error());
+    }
+    *buf = s->buf;
+    return HIAR_SUCCESS;
 }
 
 static int staged_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
@@ -63,14 +67,12 @@ static hiar_result_t staged_setup(const hiar_tier_t *t, const hiar_transport_con
  */
 static hiar_result_t staged_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
 {
-    char *buf = hiar_staged_buffer(state);
     size_t chunk = HIAR_STAGE_BYTES / c->esize;
     staged_t *s = state;
+    char *buf = NULL;
 
     (void)t, (void)step;
-    if (!buf)
-        return hiar_error_set(HIAR_NO_MEMORY, "hiar_allreduce: cannot allocate %zu bytes of pinned host memory to "
-                                              "stage device buffers", 2 * HIAR_STAGE_BYTES);
+    HIAR_CHECK(hiar_staged_buffer(state, &buf));
     for (size_t off = 0; off < c->count; off += chunk) {
         hiar_call_t piece = hiar_call_slice(c, off, c->count - off < chunk ? c->count - off : chunk);
         HIAR_CHECK(hiar_cuda_copy(buf, piece.sendbuf, hiar_call_bytes(&piece), c->stream));
