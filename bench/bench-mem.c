@@ -1,8 +1,10 @@
 /* hiar-bench's GPU, stream and buffers, on the host or the device. */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench-mem.h"
 
@@ -73,6 +75,25 @@ void bench_stream_sync(const bench_t *b)
         CUDA_DIE(cudaStreamSynchronize(b->stream));
 #else
     (void)b;
+#endif
+}
+
+#ifdef HIAR_HAVE_CUDA
+static void CUDART_CB sleep_on_stream(void *ms)
+{
+    struct timespec t = {0, (long)(intptr_t)ms * 1000000L};
+    nanosleep(&t, NULL);
+}
+#endif
+
+/* A host function that sleeps: the stream runs nothing else meanwhile, as behind a long kernel. */
+void bench_stream_busy(const bench_t *b, int ms)
+{
+#ifdef HIAR_HAVE_CUDA
+    if (b->device)
+        CUDA_DIE(cudaLaunchHostFunc(b->stream, sleep_on_stream, (void *)(intptr_t)ms));
+#else
+    (void)b, (void)ms;
 #endif
 }
 

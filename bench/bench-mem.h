@@ -16,6 +16,8 @@ void bench_device_setup(bench_t *b);
 void *bench_alloc(const bench_t *b, size_t bytes, int host);
 void bench_release(const bench_t *b, void *p, int host);
 void bench_stream_sync(const bench_t *b);
+/* Work of `ms` milliseconds on the stream (device buffers), ahead of what comes next; returns at once. */
+void bench_stream_busy(const bench_t *b, int ms);
 void bench_copy(const bench_t *b, void *dst, const void *src, size_t bytes);
 void bench_poison(const bench_t *b, void *buf, size_t bytes);
 

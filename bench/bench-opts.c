@@ -14,7 +14,8 @@
 #include "bench-opts.h"
 
 /* Long options without a short form: values past any character. */
-enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER };
+enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
+       OPT_FLAT, OPT_OVERLAP };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -70,6 +71,10 @@ void bench_usage(FILE *out)
             "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
             "  --split      several groups: also time hiar's parts, intra (hiar over one\n"
             "               group), inter (MPI_Allreduce of its shards), flat (hiar, one group)\n"
+            "  --flat       several groups: of --split's parts, flat only (intra comms of\n"
+            "               several groups that share a GPU can starve each other)\n"
+            "  --overlap    device buffers: time how soon each call returns to the caller\n"
+            "               when 5 ms of work is ahead of it on the stream (eager only)\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
@@ -208,6 +213,8 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
     case OPT_SPLIT: o->split = 1; return 0;
     case OPT_REGISTER: o->reg = 1; return 0;
+    case OPT_FLAT: o->split = o->flat_only = 1; return 0;
+    case OPT_OVERLAP: o->overlap = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
 }
@@ -239,7 +246,8 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"no-check", no_argument, NULL, OPT_NO_CHECK}, {"graph", no_argument, NULL, OPT_GRAPH},
         {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
         {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
-        {"register", no_argument, NULL, OPT_REGISTER},
+        {"register", no_argument, NULL, OPT_REGISTER}, {"flat", no_argument, NULL, OPT_FLAT},
+        {"overlap", no_argument, NULL, OPT_OVERLAP},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -305,11 +313,15 @@ int bench_resolve_mode(bench_t *b, char *err)
     if (!b->device && o->graph)
         return bad(err, "--graph needs device buffers (-m device)%s",
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (o->overlap && (!b->device || o->graph))
+        return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
         return bad(err, "--split needs hiar in --impl");
     if (o->reg && (!b->device || !(o->impls & IMPL_BIT(IMPL_HIAR))))
         return bad(err, "--register needs device buffers (-m device) and hiar in --impl");
     if (o->split)
-        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD) | IMPL_BIT(IMPL_HIAR_FLAT);
+        o->impls |= IMPL_BIT(IMPL_HIAR_FLAT);
+    if (o->split && !o->flat_only)
+        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD);
     return 0;
 }

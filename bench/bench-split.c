@@ -75,12 +75,13 @@ static void make_flat(bench_split_t *s)
     }
 }
 
-int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err, size_t len)
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_only, char *err, size_t len)
 {
     hiar_result_t rc;
     int group;
 
     *s = (bench_split_t){0};
+    s->flat_only = flat_only;
     rc = hiar_comm_group(comm, device, &s->ngroups, &group, &s->local_rank, &s->local_size);
     if (rc != HIAR_SUCCESS) {
         snprintf(err, len, "--split: hiar_comm_group: %s: %s", hiar_strerror(rc), hiar_last_error());
@@ -93,7 +94,7 @@ int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err
         return 2;
     }
     MPI_Allreduce(&s->local_size, &s->nshards, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (make_intra(s, group, err, len) || make_shards(s, group, err, len))
+    if (!flat_only && (make_intra(s, group, err, len) || make_shards(s, group, err, len)))
         return 1;
     make_flat(s);
     return 0;
@@ -130,9 +131,13 @@ void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const c
     fprintf(out, "# split: %d groups, the largest of %d ranks; each column timed like the others "
                  "(same buffers, warm-up, barrier, ITERS calls, max over ranks of the per-rank mean)\n",
             s->ngroups, s->nshards);
-    fprintf(out, "# split: intra = hiar_allreduce of the full message on a hiar comm over this "
+    if (s->flat_only)
+        fprintf(out, "# split: intra and inter not timed (--flat)\n");
+    else
+        fprintf(out, "# split: intra = hiar_allreduce of the full message on a hiar comm over this "
                  "rank's group only; checked against the reduction over the group (hiar-intra)\n");
-    fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards cut as hiar's host "
+    if (!s->flat_only)
+        fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards cut as hiar's host "
                  "shards (%d-byte units, the first shards one unit more; empty ones skipped), shard s "
                  "over the ranks with local rank s %% (group size) in every group (as hiar: a smaller "
                  "group's ranks reduce several, one after the other); %s; not checked (mpi-shard)\n",
@@ -143,12 +148,12 @@ void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const c
     else
         fprintf(out, "# split: flat = n/a: %s\n", s->flat_na);
     fprintf(out, "# split: hiar/(intra+inter) = the hiar column's time over intra + inter "
-                 "(goal: <= 1.1)\n");
+                 "(goal: <= 1.1); hiar/flat = the hiar column's time over flat's\n");
 }
 
 void bench_split_print_names(void)
 {
-    printf(" %10s %10s %10s %18s", "intra", "inter", "flat", "hiar/(intra+inter)");
+    printf(" %10s %10s %10s %18s %9s", "intra", "inter", "flat", "hiar/(intra+inter)", "hiar/flat");
 }
 
 void bench_split_print_units(void)
@@ -174,4 +179,8 @@ void bench_split_print_row(bench_split_cell_t intra, bench_split_cell_t inter,
         printf(" %18s", "n/a");
     else
         printf(" %18.2f", total.us / (intra.us + inter.us));
+    if (flat.word || total.word)
+        printf(" %9s", "n/a");
+    else
+        printf(" %9.2f", total.us / flat.us);
 }

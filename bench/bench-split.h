@@ -45,6 +45,7 @@ typedef struct {
     hiar_comm_t *flat;    /* over all ranks in one group; NULL: n/a */
     MPI_Comm *shard_comm; /* [nshards]: shard s's ranks; MPI_COMM_NULL where not one */
     char flat_na[256];    /* why flat is NULL */
+    int flat_only;        /* --flat: no intra, no inter */
 } bench_split_t;
 
 /*
@@ -52,7 +53,7 @@ typedef struct {
  * Returns 0; 2 (usage) when comm has one group; 1 when a communicator could
  * not be made.  err (len bytes) says why.
  */
-int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, char *err, size_t len);
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_only, char *err, size_t len);
 
 /* Collective; a communicator that failed (`*_failed`) is aborted instead. */
 void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed);

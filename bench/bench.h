@@ -49,6 +49,8 @@ typedef struct {
     int csv, check, graph, inplace;
     int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
     int split;      /* also time hiar's parts: intra, inter, flat */
+    int flat_only;  /* --flat: of the parts, flat only */
+    int overlap;    /* --overlap: time how soon a call returns behind OVERLAP_MS of work on the stream */
     int reg;        /* send/recv from hiar_mem_alloc, registered with NCCL too */
 } options_t;
 
@@ -107,6 +109,9 @@ typedef struct {
 extern const bench_impl_t bench_impls[IMPL_COUNT];
 
 #define ERR_LEN 256
+
+/* --overlap: work ahead of every timed call on the stream, in milliseconds. */
+#define OVERLAP_MS 5
 
 /* ---- errors */
 

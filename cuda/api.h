@@ -168,6 +168,7 @@ typedef struct hiar_ipc_direct {
  * Allreduce of the call's device buffers with its plan's kernel (LL, push or
  * two-shot), asynchronous on its stream and capturable in a CUDA graph; a
  * two-shot call with an out_window writes straight into the peers' outputs.
+ * An LL call with recvbuf NULL takes part and keeps no result.
  */
 hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call);
 

@@ -20,7 +20,9 @@
  * The epoch's parity picks one of two packet buffers: a peer writes a buffer
  * again only in call e+2, after this rank's kernel e, sentinels included,
  * has completed (ipc.h).
- * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.
+ * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.  out NULL: the rank takes part
+ * (sends its input, consumes its peers' packets) and keeps nothing, as the
+ * step between groups needs (core/hier.c).
  *
  * Push, for medium messages (and large ones on 2 ranks, where it moves the
  * same bytes as two-shot with one exchange instead of two): per chunk, block
@@ -167,7 +169,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             typename F::data r;
             release_next_kernel(); /* every peer's packet i arrived: see device.cuh */
             acc.store(&r, OP == HIAR_AVG ? divisor : 1);
-            store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
+            if (out)
+                store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
         }
     }
     finish_call(a, e);

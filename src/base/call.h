@@ -21,7 +21,7 @@ typedef enum {
     HIAR_ALG_ONESHOT,      /* inside the one group: everyone reduces everything */
     HIAR_ALG_TWOSHOT,      /* inside the one group: reduce-scatter + all-gather */
     HIAR_ALG_HIER,         /* reduce-scatter in groups, MPI between, all-gather */
-    HIAR_ALG_HIER_ONESHOT, /* small host messages: one-shot in groups, every rank MPI between */
+    HIAR_ALG_HIER_ONESHOT, /* small messages: one-shot in groups, every rank one-shot (or MPI) between */
     HIAR_ALG_MPI           /* hiar's MPI allreduce over all ranks */
 } hiar_alg_t;
 
@@ -31,7 +31,7 @@ typedef enum {
     HIAR_VIA_STAGED  /* device buffers through pinned host memory and the host side */
 } hiar_via_t;
 
-/* Kernel of a one-group call on CUDA IPC; NONE elsewhere. */
+/* Kernel of a call in a group on CUDA IPC (and of the step between groups); NONE elsewhere. */
 typedef enum { HIAR_KERNEL_NONE, HIAR_KERNEL_LL, HIAR_KERNEL_PUSH, HIAR_KERNEL_TWOSHOT } hiar_kernel_t;
 
 typedef struct {
@@ -39,6 +39,7 @@ typedef struct {
     hiar_via_t via;
     hiar_kernel_t kernel;
     size_t chunk; /* hierarchical device calls: bytes per chunk, the same in every group */
+    hiar_kernel_t between; /* hierarchical device calls: the kernel between groups; NONE: MPI */
 } hiar_plan_t;
 
 /* What one run of a transport does with a call (bits: RS | AG is the whole). */

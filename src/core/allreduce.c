@@ -108,15 +108,16 @@ static hiar_result_t capturable(const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
     int capturing = 0;
-    int host_waits = c->plan.via == HIAR_VIA_STAGED || c->plan.alg == HIAR_ALG_HIER;
+    int host_waits = c->plan.via == HIAR_VIA_STAGED || (c->plan.alg == HIAR_ALG_HIER &&
+                                                         c->plan.between == HIAR_KERNEL_NONE);
 
     if (c->device && host_waits)
         HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
     if (capturing)
         return hiar_error_set(HIAR_INVALID_USAGE,
-                              "hiar_allreduce: device buffers that go through the host (several groups of "
-                              "GPUs, or a group without CUDA IPC) wait for MPI or copies on the host and "
-                              "cannot be captured in a CUDA graph (one group with IPC can)");
+                              "hiar_allreduce: device buffers that go through the host (a group without "
+                              "CUDA IPC, or several groups exchanging over MPI: see HIAR_BETWEEN) wait for "
+                              "MPI or copies on the host and cannot be captured in a CUDA graph");
 #else
     (void)c;
 #endif

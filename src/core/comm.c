@@ -172,6 +172,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->device_nshards = comm->gpu->side.tier.nshards;
         in->ipc = hiar_gpu_has_ipc(comm->gpu);
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;
+        in->between_gpu = comm->gpu->between.on_gpu;
     }
 #else
     (void)device;

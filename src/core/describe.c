@@ -48,9 +48,15 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     if (in.ngroups == 1 && in.ipc)
         EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes",
              l.ipc_ll_max, l.ipc_push_max, l.ipc_slot);
+    else if (in.hier_ready && in.between_gpu)
+        EMIT(out, "  device paths: ipc-hier-ll up to %zu bytes (LL in the group, LL between groups), then ipc-hier "
+                  "(reduce-scatter, %d shards between groups, all-gather) in chunks of %zu bytes; kernels only, "
+                  "capturable; between groups: %s",
+             l.device_hier_ll_max, in.device_nshards, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards),
+             comm->gpu->between.why);
     else if (in.hier_ready)
-        EMIT(out, "  device paths: staged up to %d bytes, then hier (GPU) in chunks of %zu bytes", HIAR_DEVICE_HIER_MIN,
-             hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards));
+        EMIT(out, "  device paths: staged up to %d bytes, then hier (GPU) in chunks of %zu bytes; between groups: %s",
+             HIAR_DEVICE_HIER_MIN, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why);
     else
         EMIT(out, "  device paths: staged through host memory along the host groups");
 }

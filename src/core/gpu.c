@@ -106,14 +106,21 @@ static void topo_log_line(void *arg, const char *line)
     HIAR_INFO(TOPO, "%s", line);
 }
 
-/* The device group's transport (IPC, or self alone) and the staged one. */
-static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int all_gpu, int on_gpu)
+static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu, int all_gpu,
+                                                int on_gpu)
 {
-    static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_self};
     const hiar_params_t *p = env->params;
     hiar_transport_config_t cfg = {env->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
                                    (int)p->v[HIAR_P_MAX_BLOCKS].num, (int)p->v[HIAR_P_PDL].num, gpu->device,
                                    all_gpu, on_gpu, env->host_run, env->host_arg};
+    return cfg;
+}
+
+/* The device group's transport (IPC, or self alone) and the staged one. */
+static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int all_gpu, int on_gpu)
+{
+    static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_self};
+    hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
     char why[64];
 
     /* IPC that cannot be set up falls back to staging (its why says so): not a failure of the comm. */
@@ -146,6 +153,11 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
      * groups on different paths would wait on different communicators. */
     gpu->hier_ok = gpu->side.tp != NULL;
     HIAR_CHECK(hiar_net_min(env->mpi, &gpu->hier_ok, 1));
+    if (gpu->hier_ok) {
+        hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
+        HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side.tier, gpu->facts, &cfg,
+                                      (int)env->params->v[HIAR_P_BETWEEN].num));
+    }
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
         hiar_topo_table(gpu->facts, &gpu->side.tier.groups, topo_log_line, NULL);
     warn_shared_without_mps(gpu);
@@ -183,8 +195,12 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
     if (!gpu)
         return;
     g = hiar_gpu_reg_group(gpu);
+    /* On abort every kernel must stop before any teardown waits for the GPU. */
+    if (!(flags & HIAR_TEARDOWN_COLLECTIVE))
+        hiar_gpu_abort(gpu);
+    hiar_between_free(&gpu->between, flags);
     if (gpu->side.tp)
-        gpu->side.tp->teardown(gpu->side.state, &gpu->side.tier, flags); /* stops kernels first on abort */
+        gpu->side.tp->teardown(gpu->side.state, &gpu->side.tier, flags);
     gpu->side.tp = NULL;
     hiar_reg_clear(&gpu->reg, &g, flags & HIAR_TEARDOWN_COLLECTIVE);
     hiar_transport_staged.teardown(gpu->staged, &gpu->side.tier, flags);
@@ -200,13 +216,17 @@ int hiar_gpu_has_ipc(const hiar_gpu_t *gpu)
 
 hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)
 {
-    return gpu && gpu->side.tp ? gpu->side.tp->status(gpu->side.state) : HIAR_SUCCESS;
+    if (gpu && gpu->side.tp)
+        HIAR_CHECK(gpu->side.tp->status(gpu->side.state));
+    return gpu ? hiar_between_status(&gpu->between) : HIAR_SUCCESS;
 }
 
 void hiar_gpu_abort(hiar_gpu_t *gpu)
 {
     if (gpu && gpu->side.tp)
         gpu->side.tp->abort(gpu->side.state);
+    if (gpu)
+        hiar_between_abort(&gpu->between);
 }
 
 void hiar_gpu_summary(const hiar_gpu_t *gpu, char *buf, size_t size)

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "core/between.h"
 #include "core/groups.h"
 #include "core/reg.h"
 
@@ -20,6 +21,7 @@ typedef struct hiar_gpu {
     void *staged;            /* the staged transport's state (hiar_transport_staged) */
     int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
+    hiar_between_t between; /* the step between groups of hierarchical device calls */
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;
 

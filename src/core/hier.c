@@ -90,6 +90,21 @@ static hiar_result_t device_between(hiar_comm_t *comm, const hiar_call_t *c, cha
     return HIAR_SUCCESS;
 }
 
+/*
+ * The same bytes on the GPU: an allreduce among shard s's counterparts, in
+ * place in the output, with the plan's kernel between groups (AVG divides
+ * there, once).  Kernels only: the stream orders it after the reduce-scatter.
+ */
+static hiar_result_t gpu_between(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s)
+{
+    hiar_call_t b = hiar_call_slice(c, off / c->esize, bytes / c->esize);
+
+    b.sendbuf = b.recvbuf;
+    b.plan.kernel = c->plan.between;
+    b.out_window = NULL;
+    return hiar_between_run(&comm->gpu->between, s, &b);
+}
+
 /* Chunk by chunk (the plan's, the same in every group), the owned shards of each between groups. */
 hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
 {
@@ -104,10 +119,39 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
             size_t lo, hi;
             hiar_ipc_shard_range(cbytes, t->nshards, s, &lo, &hi);
             hi = hi < cbytes ? hi : cbytes;
-            if (lo < hi)
+            if (lo >= hi)
+                continue;
+            if (c->plan.between != HIAR_KERNEL_NONE)
+                HIAR_CHECK(gpu_between(comm, c, c0 + lo, hi - lo, s));
+            else
                 HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, hi - lo, t->shard_comm[s]));
         }
     }
     return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
+}
+
+/*
+ * Every rank one-shots the group's sum with its counterparts.  A rank of a
+ * smaller group owns several shards and so stands in for its group in
+ * several sets of counterparts: it gives the group's sum to each, keeping
+ * only the result of its first shard, which runs last (shards in descending
+ * order on every rank, so that no two sets wait on each other).
+ */
+hiar_result_t hiar_hier_device_oneshot(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *d = &comm->gpu->side;
+    const hiar_tier_t *t = &d->tier;
+    hiar_call_t group = *c, b = *c;
+    int last = t->local + (t->nshards - 1 - t->local) / t->local_size * t->local_size;
+
+    group.divisor = 0;
+    HIAR_CHECK(d->tp->run(d->state, t, &group, HIAR_STEP_ALLREDUCE));
+    b.sendbuf = c->recvbuf;
+    b.plan.kernel = c->plan.between;
+    for (int s = last; s >= t->local; s -= t->local_size) {
+        b.recvbuf = s == t->local ? c->recvbuf : NULL;
+        HIAR_CHECK(hiar_between_run(&comm->gpu->between, s, &b));
+    }
+    return HIAR_SUCCESS;
 }
 #endif

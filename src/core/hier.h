@@ -19,11 +19,15 @@ hiar_result_t hiar_hier_host(hiar_comm_t *comm, const hiar_call_t *chunk);
 hiar_result_t hiar_hier_oneshot(hiar_comm_t *comm, const hiar_call_t *chunk);
 
 /*
- * Device buffers over groups: IPC reduce-scatter in the group, MPI
- * allreduce of each owned shard with the other groups (staged through
- * pinned host memory, pipelined), IPC all-gather.  Stream-ordered; blocks
- * the calling thread through the MPI step.
+ * Device buffers over groups: IPC reduce-scatter in the group, an allreduce
+ * of each owned shard with the other groups, IPC all-gather.  Between
+ * groups: on the GPU when the plan has a kernel for it (core/between.h;
+ * then nothing waits on the host), else MPI staged through pinned host
+ * memory, pipelined, which blocks the calling thread.
  */
 hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *call);
+
+/* Small device messages over groups exchanging on the GPU: LL one-shot in the group, then between groups. */
+hiar_result_t hiar_hier_device_oneshot(hiar_comm_t *comm, const hiar_call_t *call);
 
 #endif

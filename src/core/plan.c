@@ -11,12 +11,14 @@ const char *hiar_plan_name(hiar_plan_t p)
         {"staged oneshot", "staged twoshot", "staged hier", "staged hier-oneshot", "staged mpi"}};
     static const char *const kernels[] = {"", "ipc-ll", "ipc-push", "ipc-twoshot"};
 
+    if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
+        return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : "ipc-hier";
     return p.via == HIAR_VIA_DEVICE && p.kernel != HIAR_KERNEL_NONE ? kernels[p.kernel] : algs[p.via][p.alg];
 }
 
 int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
 {
-    return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk;
+    return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk && a.between == b.between;
 }
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
@@ -32,14 +34,17 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     out->hier_oneshot_max = hier < fits ? hier : fits;
     out->ipc_ll_max = ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
+    hier = in->oneshot_max ? in->oneshot_max : HIAR_DEVICE_HIER_LL_MAX_DEFAULT;
+    out->device_hier_ll_max = hier < in->ipc_ll_max ? hier : in->ipc_ll_max;
 }
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
 {
-    hiar_plan_t p = {alg, via, kernel, 0};
+    hiar_plan_t p = {alg, via, kernel, 0, HIAR_KERNEL_NONE};
     return p;
 }
 
+/* The kernel of one group with IPC (of in->nranks), by size and HIAR_ALGO. */
 static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
 {
     hiar_kernel_t k;
@@ -72,6 +77,34 @@ static hiar_alg_t choose_alg(const hiar_plan_input_t *in, const hiar_plan_limits
 }
 
 /*
+ * Several groups exchanging on the GPU: small messages one-shot twice, LL
+ * in the group and LL between groups; larger ones three kernels over chunks,
+ * the shards between groups by the kernel one group of ngroups ranks would
+ * take for a shard (as if the counterparts were a group: they are).
+ */
+static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
+{
+    hiar_plan_input_t shard = *in;
+    hiar_plan_limits_t sl;
+    hiar_plan_t p;
+    int ll = in->algo == HIAR_ALGO_ONESHOT || (in->algo == HIAR_ALGO_AUTO && in->bytes <= l->device_hier_ll_max);
+
+    if (ll && in->bytes <= in->ipc_ll_max) {
+        p = plan_of(HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL);
+        p.between = HIAR_KERNEL_LL;
+        return p;
+    }
+    p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
+    p.chunk = hiar_ipc_hier_chunk(l->ipc_slot, in->device_nshards);
+    shard.nranks = in->ngroups;
+    shard.bytes = ((in->bytes < p.chunk ? in->bytes : p.chunk) + (size_t)in->device_nshards - 1) /
+                  (size_t)in->device_nshards;
+    hiar_plan_limits(&shard, &sl);
+    p.between = choose_ipc(&shard, &sl).kernel;
+    return p;
+}
+
+/*
  * Device buffers: one group with IPC runs a kernel; several groups the
  * kernels around the step between groups, from HIAR_DEVICE_HIER_MIN and
  * where every group can; the rest through host memory along the host
@@ -89,6 +122,8 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     alg = choose_alg(in, &l, in->ngroups);
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
         return choose_ipc(in, &l);
+    if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
+        return choose_between(in, &l);
     if (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN && in->hier_ready) {
         hiar_plan_t p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
         p.chunk = hiar_ipc_hier_chunk(l.ipc_slot, in->device_nshards);

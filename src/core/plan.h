@@ -23,6 +23,11 @@
  * once: host paths 23 against 42 us at 4 KB and 43 against 49 at 16 KB;
  * the kernels' path took 55 us at 32 KB and 69 at 64 KB. */
 #define HIAR_DEVICE_HIER_MIN (16 * 1024)
+/* Device messages over groups that exchange on the GPU (core/between.h) up
+ * to this take the latency path, LL one-shot in the group and LL one-shot
+ * between groups, when HIAR_ONESHOT_MAX is 0; larger ones reduce-scatter,
+ * allreduce the shards between groups and all-gather (three kernels). */
+#define HIAR_DEVICE_HIER_LL_MAX_DEFAULT (64 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
  * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message, so more ranks
@@ -56,6 +61,7 @@ typedef struct {
     int device;         /* device buffers */
     int ipc;            /* device buffers: this rank's group has the CUDA IPC transport */
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
+    int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */
     int device_nshards; /* the device side's shards between groups */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
 } hiar_plan_input_t;
@@ -67,6 +73,7 @@ typedef struct {
     size_t hier_oneshot_max;     /* host buffers over groups: hier-oneshot up to this */
     size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */
     size_t ipc_push_max;         /* ... push up to this, then two-shot */
+    size_t device_hier_ll_max;   /* device buffers over groups exchanging on the GPU: latency path up to this */
 } hiar_plan_limits_t;
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);

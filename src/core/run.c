@@ -67,6 +67,8 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 
     if (c->plan.alg == HIAR_ALG_HIER)
         return hiar_hier_device(comm, c);
+    if (c->plan.alg == HIAR_ALG_HIER_ONESHOT)
+        return hiar_hier_device_oneshot(comm, c);
     if (c->plan.kernel == HIAR_KERNEL_TWOSHOT && hiar_reg_direct(&gpu->reg, c->recvbuf, hiar_call_bytes(c), &direct))
         call.out_window = &direct;
     return gpu->side.tp->run(gpu->side.state, &gpu->side.tier, &call, HIAR_STEP_ALLREDUCE);

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hiar.h"
 #include "cuda_ok.h"
@@ -550,8 +552,9 @@ static void mem_api(hiar_comm_t *comm)
     cudaFree(big);
 }
 
-/* Over several groups a call waits on the host: capture is refused before
- * anything is sent (on every rank alike), and the comm still works after. */
+/* Over several groups exchanging over MPI (HIAR_BETWEEN=mpi) a call waits on
+ * the host: capture is refused before anything is sent (on every rank
+ * alike), and the comm still works after. */
 static void capture_refused(hiar_comm_t *comm)
 {
     enum { COUNT = 1000 };
@@ -575,8 +578,13 @@ static void capture_refused(hiar_comm_t *comm)
     cudaStreamDestroy(s);
 }
 
-/* Rank 1 skips a call: the others' kernels give up after HIAR_TIMEOUT_MS. */
-static void timeout(void)
+/*
+ * The last rank skips a call: the others' kernels give up after
+ * HIAR_TIMEOUT_MS.  Over groups 0,1|2,3 rank 2 waits in its group's
+ * reduce-scatter, ranks 0 and 1 in the step between groups (on the GPU, or
+ * over MPI with HIAR_BETWEEN=mpi), for the shard rank 3 never brings.
+ */
+static void timeout(const char *settings)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
     hiar_comm_t *comm;
@@ -585,17 +593,18 @@ static void timeout(void)
     struct timespec t0, t1;
     double secs = 0;
     int ok;
+    char what[160];
 
-    cfg.settings = "HIAR_TIMEOUT_MS=500";
+    cfg.settings = settings;
     if (hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm) != HIAR_SUCCESS) {
         record(0, "timeout: create");
         return;
     }
     CUDA_OK(cudaMalloc((void **)&buf, 4096));
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (rank != 1) {
-        /* One group: the kernel gives up and says so at the next call; several
-         * groups: the MPI step may give up first, in the call itself. */
+    if (rank != nranks - 1) {
+        /* On the GPU the kernel gives up and says so at the next call; over
+         * MPI between groups the MPI step may give up first, in the call itself. */
         hiar_result_t rc = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
         CUDA_OK(cudaDeviceSynchronize());
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -610,8 +619,37 @@ static void timeout(void)
         ok = 1;
     }
     ok &= hiar_comm_abort(comm) == HIAR_SUCCESS;
-    record(ok, "timeout: stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s, then COMM_FAILED");
+    snprintf(what, sizeof(what), "timeout (%s): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s, "
+             "then COMM_FAILED", settings);
+    record(ok, what);
     cudaFree(buf);
+}
+
+/*
+ * --kill: bf16 calls over the sizes of every path, back to back; the last
+ * rank SIGKILLs itself before call K.  What must happen (tests/gpu/kill.sh
+ * checks it) is that mpirun ends the job, the survivors' kernels spinning on
+ * the dead rank's memory included, long before HIAR_TIMEOUT_MS.
+ */
+static int kill_loop(hiar_comm_t *comm)
+{
+    enum { K = 200, COUNT = 1 << 22 };
+    void *buf;
+
+    CUDA_OK(cudaMalloc(&buf, COUNT * 2));
+    CUDA_OK(cudaMemset(buf, 0, COUNT * 2));
+    printf("rank %d: pid %d\n", rank, (int)getpid());
+    fflush(stdout);
+    for (int c = 0; c < 100 * K; c++) {
+        if (rank == nranks - 1 && c == K)
+            kill(getpid(), SIGKILL);
+        if (hiar_allreduce(buf, buf, (size_t)1 << (c % 23), HIAR_BFLOAT16, HIAR_SUM, comm, NULL) != HIAR_SUCCESS)
+            break;
+        if (c % 16 == 0)
+            CUDA_OK(cudaStreamSynchronize(NULL));
+    }
+    fprintf(stderr, "rank %d: %s\n", rank, hiar_last_error());
+    return 1;
 }
 
 static hiar_comm_t *create(const char *settings)
@@ -630,6 +668,7 @@ int main(int argc, char **argv)
 {
     MPI_Comm local;
     int lrank, ndev = 0, quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
 
     MPI_Init(&argc, &argv);
@@ -645,6 +684,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
     comm = create(NULL);
+    if (argc > 1 && strcmp(argv[1], "--kill") == 0)
+        return kill_loop(comm);
     if (rank == 0)
         hiar_comm_describe(comm, stdout);
     matrix(comm);
@@ -653,14 +694,20 @@ int main(int argc, char **argv)
     stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 2048);
     stress(comm, HIAR_BFLOAT16, 65539, quick ? 64 : 1024);
     stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 32 : 256);
-    /* Calls over several groups wait for MPI on the host: not capturable. */
-    if (!getenv("HIAR_GROUPS")) {
-        graph(comm, HIAR_FLOAT32, 1000);
-        graph(comm, HIAR_BFLOAT16, 1 << 20);
-    } else if (strchr(getenv("HIAR_GROUPS"), '|')) {
-        capture_refused(comm);
-    }
+    /* One group, or several on one host exchanging on the GPU: kernels only, capturable. */
+    graph(comm, HIAR_FLOAT32, 1000);
+    graph(comm, HIAR_BFLOAT16, 1 << 20);
+    graph(comm, HIAR_FLOAT32, 3 << 20);
     hiar_comm_destroy(comm);
+    if (groups) {
+        /* The step between groups over MPI, as across hosts. */
+        comm = create("HIAR_BETWEEN=mpi");
+        capture_refused(comm);
+        one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
+        one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
+        stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
+        hiar_comm_destroy(comm);
+    }
     /* Small slots: two-shot in many chunks. */
     comm = create("HIAR_BUFFER_SIZE=64K");
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, 1);
@@ -672,8 +719,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
         one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
-    if (!getenv("HIAR_GROUPS"))
-        graph(comm, HIAR_FLOAT32, 70001);
+    graph(comm, HIAR_FLOAT32, 70001);
     hiar_comm_destroy(comm);
     /* The same on registered memory: zero copy where offsets match, else the slots. */
     comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
@@ -683,12 +729,13 @@ int main(int argc, char **argv)
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, -1);
     one_case(comm, HIAR_BFLOAT16, HIAR_MAX, 4097, 0, 0);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
-    if (!getenv("HIAR_GROUPS"))
-        graph(comm, HIAR_FLOAT32, 70001);
+    graph(comm, HIAR_FLOAT32, 70001);
     registered = 0;
     mem_api(comm);
     hiar_comm_destroy(comm);
-    timeout();
+    timeout("HIAR_TIMEOUT_MS=500");
+    if (groups)
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi");
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
     MPI_Finalize();

@@ -17,9 +17,12 @@
 #define M (K * K)
 
 /* The plans, as the cases name them: host buffers, device kernels, device buffers staged. */
-#define HOST(ALG) {HIAR_ALG_##ALG, HIAR_VIA_HOST, HIAR_KERNEL_NONE, 0}
-#define IPC(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_DEVICE, HIAR_KERNEL_##KERNEL, 0}
-#define STAGED(ALG) {HIAR_ALG_##ALG, HIAR_VIA_STAGED, HIAR_KERNEL_NONE, 0}
+#define HOST(ALG) {HIAR_ALG_##ALG, HIAR_VIA_HOST, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE}
+#define IPC(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_DEVICE, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE}
+#define STAGED(ALG) {HIAR_ALG_##ALG, HIAR_VIA_STAGED, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE}
+/* Several groups exchanging on the GPU: the latency path, and the bandwidth path's kernel between groups. */
+#define BETWEEN_LL {HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL, 0, HIAR_KERNEL_LL}
+#define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL}
 #define HIAR_PLAN_ONESHOT HOST(ONESHOT)
 #define HIAR_PLAN_TWOSHOT HOST(TWOSHOT)
 #define HIAR_PLAN_HIER HOST(HIER)
@@ -202,11 +205,73 @@ Test(plan, device_hier)
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), want), "HIAR_BUFFER_SIZE sets the chunk");
 }
 
+/*
+ * Device buffers over groups that exchange on the GPU: LL twice up to
+ * HIAR_DEVICE_HIER_LL_MAX_DEFAULT (or HIAR_ONESHOT_MAX), then the three
+ * kernels, the shards between groups by the kernel a group of ngroups ranks
+ * takes for a shard of a chunk; HIAR_ALGO=mpi still goes staged.
+ */
+Test(plan, device_between)
+{
+    size_t chunk2 = hiar_ipc_hier_chunk(HIAR_IPC_SLOT_DEFAULT, 2), chunk3 = hiar_ipc_hier_chunk(HIAR_IPC_SLOT_DEFAULT, 3);
+    static const struct {
+        int nranks, ngroups, nshards, algo;
+        size_t bytes, oneshot_max;
+        int want_kind; /* 0: LL twice, 1: the three kernels, 2: staged MPI */
+        hiar_kernel_t between;
+    } cases[] = {
+        {4, 2, 2, HIAR_ALGO_AUTO, 4, 0, 0, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_AUTO, HIAR_DEVICE_HIER_LL_MAX_DEFAULT, 0, 0, HIAR_KERNEL_LL},
+        /* 64 KB + 4 in 2 shards over 2 groups: 32 KB each, LL between groups */
+        {4, 2, 2, HIAR_ALGO_AUTO, HIAR_DEVICE_HIER_LL_MAX_DEFAULT + 4, 0, 1, HIAR_KERNEL_LL},
+        /* shards over 2 groups: push up to 8 MB (2 MB here), then two-shot (64 MB: chunks of
+         * 21.3 MB, shards of 10.7 MB) */
+        {4, 2, 2, HIAR_ALGO_AUTO, 4 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {4, 2, 2, HIAR_ALGO_AUTO, 64 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
+        {4, 2, 2, HIAR_ALGO_AUTO, 1024 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
+        /* 3 groups: push up to 1 MB shards, two-shot above */
+        {6, 3, 2, HIAR_ALGO_AUTO, 2 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {6, 3, 2, HIAR_ALGO_AUTO, 4 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
+        /* 0|1,2,3: 3 shards over 2 groups, of 7.1 MB at 64 MB */
+        {4, 2, 3, HIAR_ALGO_AUTO, 64 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {4, 2, 2, HIAR_ALGO_AUTO, 8 * K, 4 * K, 1, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_AUTO, 4 * K, 4 * K, 0, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_ONESHOT, 512 * K, 0, 0, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_ONESHOT, 512 * K + 2, 0, 1, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_TWOSHOT, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
+        {4, 2, 2, HIAR_ALGO_HIER, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
+        {4, 2, 2, HIAR_ALGO_MPI, 4, 0, 2, HIAR_KERNEL_NONE},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hiar_plan_input_t in = {0};
+        hiar_plan_t got, want = BETWEEN_LL;
+        in.nranks = cases[i].nranks;
+        in.ngroups = in.host_ngroups = cases[i].ngroups;
+        in.host_nshards = in.device_nshards = cases[i].nshards;
+        in.device = in.hier_ready = in.between_gpu = 1;
+        in.ipc = cases[i].nshards > 1;
+        in.ipc_ll_max = 512 * K;
+        in.algo = cases[i].algo;
+        in.bytes = cases[i].bytes;
+        in.oneshot_max = cases[i].oneshot_max;
+        if (cases[i].want_kind == 1)
+            want = (hiar_plan_t)BETWEEN(NONE, cases[i].nshards == 3 ? chunk3 : chunk2);
+        else if (cases[i].want_kind == 2)
+            want = (hiar_plan_t)STAGED(MPI);
+        want.between = cases[i].between;
+        got = hiar_plan_choose(&in);
+        cr_expect(hiar_plan_equal(got, want), "case %zu (%zu bytes over %d groups): got %s between %d chunk %zu, "
+                  "expected %s between %d", i, cases[i].bytes, cases[i].ngroups, hiar_plan_name(got), got.between,
+                  got.chunk, hiar_plan_name(want), want.between);
+    }
+}
+
 Test(plan, names)
 {
     const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI,
                                  HIAR_PLAN_IPC_LL, HIAR_PLAN_IPC_PUSH, HIAR_PLAN_IPC_TWOSHOT,
-                                 STAGED(TWOSHOT), IPC(HIER, NONE)};
+                                 STAGED(TWOSHOT), IPC(HIER, NONE), BETWEEN_LL, BETWEEN(TWOSHOT, 1)};
     enum { N = sizeof(plans) / sizeof(plans[0]) };
 
     for (int i = 0; i < N; i++) {

@@ -1,0 +1,137 @@
+/* The step between groups on the GPU: one CUDA IPC group per owned shard, made of its counterparts. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/param.h"
+#include "core/between.h"
+#include "cuda/api.h"
+#include "net/coll.h"
+
+/* The owner of shard s in group g: local index s % the group's size. */
+static int owner_in(const hiar_grouping_t *g, int grp, int s)
+{
+    return g->members[g->start[grp] + s % hiar_group_size(g, grp)];
+}
+
+/* Why the counterparts of some shard cannot exchange on the GPU; NULL if every shard's can (the same on every rank). */
+static const char *unfit(const hiar_tier_t *t, const hiar_topo_fact_t *facts)
+{
+    const hiar_grouping_t *g = &t->groups;
+
+    if (g->ngroups > HIAR_IPC_MAX_GROUP)
+        return "more than 8 groups";
+    for (int s = 0; s < t->nshards; s++)
+        for (int grp = 0; grp < g->ngroups; grp++) {
+            const hiar_topo_fact_t *f = &facts[owner_in(g, grp, s)], *first = &facts[owner_in(g, 0, s)];
+            if (!f->pci.bus_id[0])
+                return "a rank has no GPU";
+            if (!hiar_topo_same_host(f, first))
+                return "the groups span hosts";
+        }
+    return NULL;
+}
+
+/* Shard s's counterparts as a tier of their own: rank i of it is group i's owner (net/tier.c splits by group). */
+static void counterparts(const hiar_tier_t *t, int s, hiar_tier_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->rank = t->rank;
+    out->group = s;
+    out->local = t->group;
+    out->local_size = t->groups.ngroups;
+    out->nshards = 1;
+    out->group_comm = t->shard_comm[s]; /* borrowed: the device tier frees it */
+}
+
+/* Every owned shard, in shard order on every rank (each setup is collective over its counterparts). */
+static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_transport_config_t *cfg)
+{
+    static const hiar_transport_t *const ipc[] = {&hiar_transport_ipc};
+    hiar_transport_config_t c = *cfg;
+    int ok = 1;
+
+    /* A shard is at most a third of a slot of the group (hiar_ipc_hier_chunk), and the
+     * two-shot kernel takes half a slot at once: one chunk per shard. */
+    c.slot_bytes = cfg->slot_bytes / (size_t)t->nshards;
+    c.all_gpu = 1;
+    for (int s = 0; s < t->nshards; s++) {
+        hiar_side_t *side = &b->shard[s];
+        if (!hiar_tier_owns(t, s))
+            continue;
+        counterparts(t, s, &side->tier);
+        if (hiar_side_connect(side, ipc, 1, &c) != HIAR_SUCCESS || !side->tp) {
+            snprintf(b->why, sizeof(b->why), "mpi (shard %d: %s)", s, side->why);
+            ok = 0;
+        }
+    }
+    return ok;
+}
+
+hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
+                                 const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode)
+{
+    const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts);
+    int ok;
+
+    memset(b, 0, sizeof(*b));
+    b->nshards = t->nshards;
+    if (t->groups.ngroups < 2)
+        return HIAR_SUCCESS;
+    if (why) {
+        snprintf(b->why, sizeof(b->why), "mpi through pinned host memory (%s)", why);
+        return HIAR_SUCCESS;
+    }
+    b->shard = calloc((size_t)t->nshards, sizeof(*b->shard));
+    if (!b->shard)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between %d groups", t->groups.ngroups);
+    ok = connect_shards(b, t, cfg);
+    HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
+    if (!ok) {
+        if (!b->why[0])
+            snprintf(b->why, sizeof(b->why), "mpi (CUDA IPC between the counterparts of another rank failed)");
+        if (t->rank == 0)
+            HIAR_WARN(IPC, "the step between groups goes over MPI through pinned host memory, blocking and not "
+                           "capturable: %s", b->why);
+        hiar_between_free(b, HIAR_TEARDOWN_COLLECTIVE);
+        b->nshards = t->nshards;
+        return HIAR_SUCCESS;
+    }
+    b->on_gpu = 1;
+    snprintf(b->why, sizeof(b->why), "ipc on the GPU (P2P verified between the counterparts of every shard)");
+    return HIAR_SUCCESS;
+}
+
+void hiar_between_free(hiar_between_t *b, int flags)
+{
+    for (int s = 0; b->shard && s < b->nshards; s++)
+        if (b->shard[s].tp)
+            b->shard[s].tp->teardown(b->shard[s].state, &b->shard[s].tier, flags);
+    free(b->shard);
+    b->shard = NULL;
+    b->on_gpu = 0;
+}
+
+hiar_result_t hiar_between_status(const hiar_between_t *b)
+{
+    for (int s = 0; b->shard && s < b->nshards; s++)
+        if (b->shard[s].tp)
+            HIAR_CHECK(b->shard[s].tp->status(b->shard[s].state));
+    return HIAR_SUCCESS;
+}
+
+void hiar_between_abort(hiar_between_t *b)
+{
+    for (int s = 0; b->shard && s < b->nshards; s++)
+        if (b->shard[s].tp)
+            b->shard[s].tp->abort(b->shard[s].state);
+}
+
+hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c)
+{
+    hiar_side_t *side = &b->shard[s];
+
+    return side->tp->run(side->state, &side->tier, c, HIAR_STEP_ALLREDUCE);
+}
