@@ -281,7 +281,8 @@ static void print_info(const bench_t *b)
         fprintf(b->info, "# mpi: timed eagerly (MPI calls cannot be captured in a CUDA graph)\n");
     if (o->overlap)
         fprintf(b->info, "# overlap: time = how soon a call returns to the caller with %d ms of work ahead of it "
-                         "on the stream (a host function that sleeps), mean over ITERS calls, max over ranks; "
+                         "on the stream (the stream waits on the GPU for a word a thread sets then), mean over ITERS calls, max "
+                         "over ranks; "
                          "algbw and busbw mean nothing here\n", OVERLAP_MS);
     if (o->split)
         bench_split_describe(&b->split, b->info, b->nranks,

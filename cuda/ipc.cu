@@ -80,7 +80,7 @@ extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int t
  * kernels (one block per SM) left the second rank 4 SMs: 1 MB took 62 us
  * against 29 for two-shot; at 64 blocks each, 30 us.
  */
-extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_ipc_caps_t *caps)
+extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_ipc_caps_t *caps)
 {
     int sms = 0;
 
@@ -88,11 +88,11 @@ extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, hiar_
         cudaGetLastError();
         sms = HIAR_IPC_BLOCKS_DEFAULT; /* what the defaults were measured with, near enough */
     }
-    caps->ll = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_oneshot_per_sm(1), sharers,
+    caps->ll = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_oneshot_per_sm(1), sharers,
                                    HIAR_IPC_ONESHOT_BLOCKS);
-    caps->push = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_oneshot_per_sm(0), sharers,
+    caps->push = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_oneshot_per_sm(0), sharers,
                                      HIAR_IPC_ONESHOT_BLOCKS);
-    caps->twoshot = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)hiar_ipc_twoshot_per_sm(), sharers,
+    caps->twoshot = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_twoshot_per_sm(), sharers,
                                         HIAR_IPC_BLOCKS_MAX);
 }
 

@@ -112,7 +112,7 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
     const hiar_params_t *p = env->params;
     hiar_transport_config_t cfg = {env->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
                                    (int)p->v[HIAR_P_MAX_BLOCKS].num, (int)p->v[HIAR_P_PDL].num, gpu->device,
-                                   all_gpu, on_gpu, env->host_run, env->host_arg};
+                                   all_gpu, on_gpu, gpu->side.tier.groups.ngroups > 1, env->host_run, env->host_arg};
     return cfg;
 }
 

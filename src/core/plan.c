@@ -34,7 +34,13 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     out->hier_oneshot_max = hier < fits ? hier : fits;
     out->ipc_ll_max = ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
-    hier = in->oneshot_max ? in->oneshot_max : HIAR_DEVICE_HIER_LL_MAX_DEFAULT;
+    /* Device messages over groups exchanging on the GPU (core/between.h): the
+     * latency path (LL in the group, LL between groups) while LL suits both the
+     * largest group and the counterparts; then reduce-scatter, the shards
+     * between groups, all-gather (three kernels). */
+    hier = in->oneshot_max ? in->oneshot_max
+                           : HIAR_IPC_ONESHOT_BUDGET / (size_t)(in->device_nshards > in->ngroups ? in->device_nshards
+                                                                                                  : in->ngroups);
     out->device_hier_ll_max = hier < in->ipc_ll_max ? hier : in->ipc_ll_max;
 }
 
@@ -100,6 +106,10 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     shard.bytes = ((in->bytes < p.chunk ? in->bytes : p.chunk) + (size_t)in->device_nshards - 1) /
                   (size_t)in->device_nshards;
     hiar_plan_limits(&shard, &sl);
+    /* Not the 2-rank push limit: between 2 groups (one H200, 4 ranks as
+     * 0,1|2,3, bf16) two-shot led at 4 MB (78.6 against 85.8 us, shards of
+     * 2 MB) and 16 MB (201 against 227). */
+    sl.ipc_push_max = HIAR_IPC_PUSH_MAX;
     p.between = choose_ipc(&shard, &sl).kernel;
     return p;
 }

@@ -23,11 +23,6 @@
  * once: host paths 23 against 42 us at 4 KB and 43 against 49 at 16 KB;
  * the kernels' path took 55 us at 32 KB and 69 at 64 KB. */
 #define HIAR_DEVICE_HIER_MIN (16 * 1024)
-/* Device messages over groups that exchange on the GPU (core/between.h) up
- * to this take the latency path, LL one-shot in the group and LL one-shot
- * between groups, when HIAR_ONESHOT_MAX is 0; larger ones reduce-scatter,
- * allreduce the shards between groups and all-gather (three kernels). */
-#define HIAR_DEVICE_HIER_LL_MAX_DEFAULT (64 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
  * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message, so more ranks

@@ -45,6 +45,16 @@ static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
  * Launch caps for the group: each GPU's share for the most ranks on one GPU
  * of the group, the smallest over its ranks (the same grids everywhere);
  * two-shot within HIAR_MAX_BLOCKS (0: the default).
+ *
+ * Where other kernels of the comm run beside ours on a shared GPU (several
+ * groups: other groups' kernels, the step between groups), kernels of
+ * different kinds mix, and shares of each kind's blocks per SM no longer
+ * add up: on one H200, 4 ranks as 0|1,2,3, two-shot blocks spread one per
+ * SM left no whole SM for a push kernel between groups, whose peers waited
+ * until the timeout.  Then every kernel gets one block per SM of its share
+ * and no programmatic dependent launch (whose next kernel would hold SMs
+ * too): with at most one kernel per rank and as many blocks as SMs, a
+ * block that waits for room always finds an empty SM.
  */
 static void set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
                        size_t len)
@@ -54,17 +64,20 @@ static void set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transpo
     hiar_ipc_caps_t fit;
     size_t used = strlen(why);
 
+    int mixed;
+
     hiar_net_max(t->group_comm, &sharers, 1);
-    hiar_ipc_fit_caps(ipc, sharers > 0 ? (unsigned)sharers : 1, &fit);
+    mixed = cfg->mixed && sharers > 1;
+    hiar_ipc_fit_caps(ipc, sharers > 0 ? (unsigned)sharers : 1, mixed, &fit);
     caps[0] = (int)fit.ll;
     caps[1] = (int)fit.push;
     caps[2] = (int)(fit.twoshot < max ? fit.twoshot : max);
     hiar_net_min(t->group_comm, caps, 3);
     fit = (hiar_ipc_caps_t){(unsigned)caps[0], (unsigned)caps[1], (unsigned)caps[2]};
-    pdl = hiar_ipc_set_launch(ipc, &fit, cfg->pdl);
+    pdl = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed);
     snprintf(why + used, len - used, "; kernels of at most %u (LL), %u (push), %u (two-shot) blocks for %d rank%s on "
-             "one GPU, %s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
-             pdl ? "programmatic dependent launch" : "plain launches");
+             "one GPU%s, %s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
+             mixed ? " beside other groups' kernels" : "", pdl ? "programmatic dependent launch" : "plain launches");
 }
 
 static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,

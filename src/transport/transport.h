@@ -37,6 +37,7 @@ typedef struct {
     int device;        /* this rank's GPU, -1 without */
     int all_gpu;       /* every rank of the group has a GPU */
     int on_gpu;        /* ranks of the comm on this rank's GPU */
+    int mixed;         /* other kernels of the comm (other groups, the step between groups) may run beside ours */
     hiar_host_run_t host_run; /* staged: where the copies go */
     void *host_arg;
 } hiar_transport_config_t;

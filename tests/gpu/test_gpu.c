@@ -694,6 +694,10 @@ int main(int argc, char **argv)
     stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 2048);
     stress(comm, HIAR_BFLOAT16, 65539, quick ? 64 : 1024);
     stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 32 : 256);
+    /* Shards of several MB between groups, eager first, then in graphs. */
+    one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 0, 0);
+    one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 1, 0);
+    one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 5 << 20, 0, 1);
     /* One group, or several on one host exchanging on the GPU: kernels only, capturable. */
     graph(comm, HIAR_FLOAT32, 1000);
     graph(comm, HIAR_BFLOAT16, 1 << 20);

@@ -206,8 +206,8 @@ Test(plan, device_hier)
 }
 
 /*
- * Device buffers over groups that exchange on the GPU: LL twice up to
- * HIAR_DEVICE_HIER_LL_MAX_DEFAULT (or HIAR_ONESHOT_MAX), then the three
+ * Device buffers over groups that exchange on the GPU: LL twice up to 1 MB
+ * over the most ranks of a group or groups (or HIAR_ONESHOT_MAX), then the three
  * kernels, the shards between groups by the kernel a group of ngroups ranks
  * takes for a shard of a chunk; HIAR_ALGO=mpi still goes staged.
  */
@@ -221,19 +221,23 @@ Test(plan, device_between)
         hiar_kernel_t between;
     } cases[] = {
         {4, 2, 2, HIAR_ALGO_AUTO, 4, 0, 0, HIAR_KERNEL_LL},
-        {4, 2, 2, HIAR_ALGO_AUTO, HIAR_DEVICE_HIER_LL_MAX_DEFAULT, 0, 0, HIAR_KERNEL_LL},
-        /* 64 KB + 4 in 2 shards over 2 groups: 32 KB each, LL between groups */
-        {4, 2, 2, HIAR_ALGO_AUTO, HIAR_DEVICE_HIER_LL_MAX_DEFAULT + 4, 0, 1, HIAR_KERNEL_LL},
-        /* shards over 2 groups: push up to 8 MB (2 MB here), then two-shot (64 MB: chunks of
-         * 21.3 MB, shards of 10.7 MB) */
-        {4, 2, 2, HIAR_ALGO_AUTO, 4 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {4, 2, 2, HIAR_ALGO_AUTO, 512 * K, 0, 0, HIAR_KERNEL_LL},
+        /* 512 KB + 4 in 2 shards over 2 groups: 256 KB each, LL between groups */
+        {4, 2, 2, HIAR_ALGO_AUTO, 512 * K + 4, 0, 1, HIAR_KERNEL_LL},
+        /* 3 groups: LL up to 1 MB / 3 */
+        {6, 3, 2, HIAR_ALGO_AUTO, 256 * K, 0, 0, HIAR_KERNEL_LL},
+        {6, 3, 2, HIAR_ALGO_AUTO, 342 * K, 0, 1, HIAR_KERNEL_LL},
+        /* shards over 2 groups: push up to 1 MB (not the 8 MB of a group of 2), then two-shot
+         * (64 MB: chunks of 21.3 MB, shards of 10.7 MB) */
+        {4, 2, 2, HIAR_ALGO_AUTO, 2 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {4, 2, 2, HIAR_ALGO_AUTO, 2 * M + 32, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_AUTO, 64 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_AUTO, 1024 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
         /* 3 groups: push up to 1 MB shards, two-shot above */
-        {6, 3, 2, HIAR_ALGO_AUTO, 2 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {6, 3, 2, HIAR_ALGO_AUTO, M, 0, 1, HIAR_KERNEL_PUSH},
         {6, 3, 2, HIAR_ALGO_AUTO, 4 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
         /* 0|1,2,3: 3 shards over 2 groups, of 7.1 MB at 64 MB */
-        {4, 2, 3, HIAR_ALGO_AUTO, 64 * M, 0, 1, HIAR_KERNEL_PUSH},
+        {4, 2, 3, HIAR_ALGO_AUTO, 64 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_AUTO, 8 * K, 4 * K, 1, HIAR_KERNEL_LL},
         {4, 2, 2, HIAR_ALGO_AUTO, 4 * K, 4 * K, 0, HIAR_KERNEL_LL},
         {4, 2, 2, HIAR_ALGO_ONESHOT, 512 * K, 0, 0, HIAR_KERNEL_LL},
