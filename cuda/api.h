@@ -169,7 +169,6 @@ typedef struct hiar_ipc_direct {
  * Allreduce of the call's device buffers with its plan's kernel (LL, push or
  * two-shot), asynchronous on its stream and capturable in a CUDA graph; a
  * two-shot call with an out_window writes straight into the peers' outputs.
- * An LL call with recvbuf NULL takes part and keeps no result.
  */
 hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call);
 
@@ -213,6 +212,15 @@ HIAR_HD static inline size_t hiar_ipc_hier_chunk(size_t slot_bytes, int nshards)
  */
 hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *call, hiar_step_t step, size_t chunk);
 
+
+/*
+ * Small messages over groups in one kernel (asynchronous, capturable):
+ * LL one-shot in the group (group NULL: a group of one), then LL one-shot
+ * with the counterparts of every shard this rank owns (between[0..n), each
+ * an IPC transport of its own), packet by packet; the call's divisor is
+ * applied once, at the end.  Requires bytes <= hiar_ipc_oneshot_max().
+ */
+hiar_result_t hiar_ipc_hier_ll(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween, const hiar_call_t *call);
 
 /* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */
 hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);

@@ -169,6 +169,21 @@ extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical step kernel launch");
 }
 
+extern "C" hiar_result_t hiar_ipc_hier_ll(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween,
+                                          const hiar_call_t *call)
+{
+    const hiar_ipc_args_t *b[HIAR_IPC_MAX_GROUP];
+    cudaError_t err;
+
+    if (nbetween < 1 || nbetween > HIAR_IPC_MAX_GROUP)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "the latency path between groups takes 1 to %d sets of "
+                              "counterparts, not %d", HIAR_IPC_MAX_GROUP, nbetween);
+    for (int k = 0; k < nbetween; k++)
+        b[k] = &between[k]->args;
+    err = hiar_ipc_launch_hier_ll(group ? &group->args : NULL, b, nbetween, call);
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical LL kernel launch");
+}
+
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)
 {
     volatile const int *status = &ipc->ctl_host->status;

@@ -115,7 +115,7 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
 }
 #endif
 
-/* The fewest blocks of the LL (ll = 1) or push one-shot kernel, or of the
+/* The fewest blocks of the LL (ll = 1: also the hierarchical LL kernel) or push one-shot kernel, or of the
  * two-shot kernel, of any dtype (and for LL, op and packet format) that fit
  * one SM; and the PTX architecture the kernels were built from for this
  * device (90 for sm_90), 0 if unknown. */
@@ -131,5 +131,8 @@ int hiar_ipc_ptx_version(void);
  */
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);
+/* The latency path over groups in one LL kernel (oneshot.cu): group NULL for a group of one. */
+cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_args_t *group, const hiar_ipc_args_t *const *between, int nbetween,
+                                    const hiar_call_t *c);
 
 #endif

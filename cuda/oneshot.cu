@@ -20,9 +20,7 @@
  * The epoch's parity picks one of two packet buffers: a peer writes a buffer
  * again only in call e+2, after this rank's kernel e, sentinels included,
  * has completed (ipc.h).
- * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.  out NULL: the rank takes part
- * (sends its input, consumes its peers' packets) and keeps nothing, as the
- * step between groups needs (core/hier.c).
+ * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.
  *
  * Push, for medium messages (and large ones on 2 ranks, where it moves the
  * same bytes as two-shot with one exchange instead of two): per chunk, block
@@ -169,11 +167,157 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             typename F::data r;
             release_next_kernel(); /* every peer's packet i arrived: see device.cuh */
             acc.store(&r, OP == HIAR_AVG ? divisor : 1);
-            if (out)
-                store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
+            store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
         }
     }
     finish_call(a, e);
+}
+
+/* Grid of an LL kernel for `packets` packets, at most max_blocks blocks. */
+static void ll_grid(size_t packets, unsigned max_blocks, unsigned *blocks_out, unsigned *threads_out)
+{
+    size_t per_block = (packets + max_blocks - 1) / max_blocks;
+    size_t threads = packets < LL_SPREAD_PACKETS ? LL_THREADS : 32;
+    size_t blocks;
+
+    threads = per_block <= threads ? threads : (per_block + 31) / 32 * 32;
+    if (packets < threads)
+        threads = (packets + 31) / 32 * 32;
+    if (threads > HIAR_THREADS)
+        threads = HIAR_THREADS;
+    blocks = (packets + threads - 1) / threads;
+    *blocks_out = (unsigned)(blocks < max_blocks ? blocks : max_blocks);
+    *threads_out = (unsigned)threads;
+}
+
+/*
+ * The latency path over groups in one kernel: LL in the group, then LL
+ * between groups, packet by packet with no barrier in between.  A thread
+ * reduces its packet i over the group (rank order, so every rank of the
+ * group has the same bits G), pushes G to its counterparts in the other
+ * groups, one set per shard it owns (a rank of a smaller group stands in
+ * for it in several), and reduces their G's in group order: the same bits
+ * on every rank of the comm.  G goes out in the packet format as an input
+ * does (F::own), on every rank alike, own copy included.  Each transport
+ * keeps its own epoch, parity and waits (ipc.h); a group of one has no
+ * group stage (group.n == 1).
+ */
+struct hier_ll_args {
+    hiar_ipc_args_t group;
+    hiar_ipc_args_t between[HIAR_IPC_MAX_GROUP];
+    int nbetween;
+};
+
+__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
+{
+    return a.state->epoch[blockIdx.x] + 1;
+}
+
+/* Packet i of every peer of `a` (own: mine), reduced in rank order into acc; false: gave up. */
+template <typename T, typename F>
+__device__ __forceinline__ bool ll_gather(const hiar_ipc_args_t &a, uint32_t parity, size_t i, typename F::data mine,
+                                          int op, unit_acc<T, F::DATA> &acc, hiar_waiter &w)
+{
+    bool ok = true;
+
+    for (int p = 0; p < a.n && ok; p++) {
+        typename F::data d = mine;
+        if (p != a.me) {
+            uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
+            uint4 v = ll_load(src);
+            while (!F::ready(v) && (ok = waiter_poll(w)))
+                v = ll_load(src);
+            ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
+            d = F::unpack(v);
+        }
+        if (p == 0)
+            acc.load(&d);
+        else
+            acc.fold(op, &d);
+    }
+    return ok;
+}
+
+__device__ __forceinline__ void ll_push(const hiar_ipc_args_t &a, uint32_t parity, size_t i, uint4 packet)
+{
+    for (int k = 1; k < a.n; k++)
+        ll_store(ll_area(a, a.base[(a.me + k) % a.n], parity, a.me) + i, packet);
+}
+
+template <typename T, typename F, int OP>
+__global__ void __launch_bounds__(HIAR_THREADS)
+    hier_ll(const __grid_constant__ hier_ll_args h, const char *in, char *out, size_t bytes, int esize, int divisor)
+{
+    const bool grouped = h.group.n > 1;
+    const uint64_t e0 = begin_call(h.between[0]), eg = grouped ? next_epoch(h.group) : 0;
+    const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t eb[HIAR_IPC_MAX_GROUP];
+    hiar_waiter wg = waiter_begin(h.group), wb = waiter_begin(h.between[0]);
+    bool ok = true;
+
+    for (int k = 0; k < h.nbetween; k++)
+        eb[k] = k == 0 ? e0 : next_epoch(h.between[k]);
+    for (size_t i = first; grouped && i < packets; i += stride)
+        ll_push(h.group, eg & 1, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize))));
+    for (size_t i = first; i < packets && ok; i += stride) {
+        typename F::data mine = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize)), g;
+        unit_acc<T, F::DATA> acc;
+        if (grouped) {
+            ok = ll_gather<T, F>(h.group, eg & 1, i, mine, OP, acc, wg);
+            acc.store(&g, 1);
+            mine = F::own(g);
+        }
+        for (int k = 0; k < h.nbetween; k++)
+            ll_push(h.between[k], eb[k] & 1, i, F::pack(mine));
+        for (int k = 0; k < h.nbetween && ok; k++)
+            ok = ll_gather<T, F>(h.between[k], eb[k] & 1, i, mine, OP, acc, wb);
+        if (ok) {
+            typename F::data r;
+            release_next_kernel();
+            acc.store(&r, OP == HIAR_AVG ? divisor : 1);
+            store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
+        }
+    }
+    if (grouped)
+        finish_call(h.group, eg);
+    for (int k = 0; k < h.nbetween; k++)
+        finish_call(h.between[k], eb[k]);
+}
+
+template <typename T, typename F>
+static cudaError_t launch_hier_ll(const hier_ll_args *h, const hiar_call_t *c, unsigned max_blocks)
+{
+    size_t bytes = hiar_call_bytes(c), packets = (bytes + F::DATA - 1) / F::DATA;
+    unsigned blocks, threads;
+
+    ll_grid(packets, max_blocks, &blocks, &threads);
+    return hiar_dispatch_op(c->op, [&](auto o) {
+        return hiar_ipc_launch(&h->between[0], hier_ll<T, F, decltype(o)::value>, blocks, threads,
+                               (cudaStream_t)c->stream, *h, (const char *)c->sendbuf, (char *)c->recvbuf, bytes,
+                               (int)c->esize, c->divisor);
+    });
+}
+
+cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_args_t *group, const hiar_ipc_args_t *const *between, int nbetween,
+                                    const hiar_call_t *c)
+{
+    hier_ll_args h = {};
+    unsigned max_blocks = group ? group->ll_blocks : HIAR_IPC_ONESHOT_BLOCKS;
+
+    h.group.n = 1;
+    if (group)
+        h.group = *group;
+    h.nbetween = nbetween;
+    for (int k = 0; k < nbetween; k++) {
+        h.between[k] = *between[k];
+        max_blocks = between[k]->ll_blocks < max_blocks ? between[k]->ll_blocks : max_blocks;
+    }
+    return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        typedef decltype(tag) T;
+        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_hier_ll<T, typename ll_large<T>::type>(&h, c, max_blocks)
+                                                      : launch_hier_ll<T, ll_flagged>(&h, c, max_blocks);
+    });
 }
 
 /*
@@ -288,22 +432,12 @@ template <typename T, typename F>
 static cudaError_t launch_ll(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                              hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    size_t packets = (bytes + F::DATA - 1) / F::DATA;
-    size_t per_block = (packets + a->ll_blocks - 1) / a->ll_blocks;
-    size_t threads = packets < LL_SPREAD_PACKETS ? LL_THREADS : 32;
-    size_t blocks;
+    unsigned blocks, threads;
 
-    threads = per_block <= threads ? threads : (per_block + 31) / 32 * 32;
-    if (packets < threads)
-        threads = (packets + 31) / 32 * 32;
-    if (threads > HIAR_THREADS)
-        threads = HIAR_THREADS;
-    blocks = (packets + threads - 1) / threads;
-    if (blocks > a->ll_blocks)
-        blocks = a->ll_blocks;
+    ll_grid((bytes + F::DATA - 1) / F::DATA, a->ll_blocks, &blocks, &threads);
     return hiar_dispatch_op(op, [&](auto o) {
-        return hiar_ipc_launch(a, oneshot_ll<T, F, decltype(o)::value>, (unsigned)blocks, (unsigned)threads, stream,
-                               *a, (const char *)in, (char *)out, bytes, esize, divisor);
+        return hiar_ipc_launch(a, oneshot_ll<T, F, decltype(o)::value>, blocks, threads, stream, *a,
+                               (const char *)in, (char *)out, bytes, esize, divisor);
     });
 }
 
@@ -340,8 +474,13 @@ int hiar_ipc_oneshot_per_sm(int ll)
             int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged, O::value>; });
             int large = fewest_per_sm(
                 [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
+            int hier = fewest_per_sm([](auto t) { return hier_ll<decltype(t), ll_flagged, O::value>; });
+            int hier_large = fewest_per_sm(
+                [](auto t) { return hier_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
             fewest = flagged < fewest ? flagged : fewest;
             fewest = large < fewest ? large : fewest;
+            fewest = hier < fewest ? hier : fewest;
+            fewest = hier_large < fewest ? hier_large : fewest;
             return cudaSuccess;
         });
     return fewest;

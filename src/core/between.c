@@ -129,6 +129,22 @@ void hiar_between_abort(hiar_between_t *b)
             b->shard[s].tp->abort(b->shard[s].state);
 }
 
+hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c)
+{
+    const hiar_tier_t *t = &group->tier;
+    hiar_ipc_t *g = group->tp == &hiar_transport_ipc ? group->state : NULL, *sets[HIAR_IPC_MAX_GROUP];
+    int n = 0;
+
+    if (g)
+        HIAR_CHECK(hiar_ipc_status(g));
+    for (int s = t->local; s < t->nshards; s += t->local_size) {
+        HIAR_ASSERT(b->shard[s].tp == &hiar_transport_ipc && n < HIAR_IPC_MAX_GROUP);
+        HIAR_CHECK(hiar_ipc_status(b->shard[s].state));
+        sets[n++] = b->shard[s].state;
+    }
+    return hiar_ipc_hier_ll(g, sets, n, c);
+}
+
 hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c)
 {
     hiar_side_t *side = &b->shard[s];

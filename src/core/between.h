@@ -41,4 +41,12 @@ void hiar_between_abort(hiar_between_t *b);
 /* Allreduce of c (its plan's kernel) among the counterparts of shard s, which this rank owns. */
 hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c);
 
+/*
+ * The latency path of c in one kernel: LL in this rank's group (`group`,
+ * the device side: IPC, or self alone), then LL with the counterparts of
+ * every shard it owns (a rank of a smaller group stands in for it in
+ * several sets).  Kernels only.
+ */
+hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c);
+
 #endif

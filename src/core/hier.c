@@ -130,28 +130,8 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
 }
 
-/*
- * Every rank one-shots the group's sum with its counterparts.  A rank of a
- * smaller group owns several shards and so stands in for its group in
- * several sets of counterparts: it gives the group's sum to each, keeping
- * only the result of its first shard, which runs last (shards in descending
- * order on every rank, so that no two sets wait on each other).
- */
 hiar_result_t hiar_hier_device_oneshot(hiar_comm_t *comm, const hiar_call_t *c)
 {
-    hiar_side_t *d = &comm->gpu->side;
-    const hiar_tier_t *t = &d->tier;
-    hiar_call_t group = *c, b = *c;
-    int last = t->local + (t->nshards - 1 - t->local) / t->local_size * t->local_size;
-
-    group.divisor = 0;
-    HIAR_CHECK(d->tp->run(d->state, t, &group, HIAR_STEP_ALLREDUCE));
-    b.sendbuf = c->recvbuf;
-    b.plan.kernel = c->plan.between;
-    for (int s = last; s >= t->local; s -= t->local_size) {
-        b.recvbuf = s == t->local ? c->recvbuf : NULL;
-        HIAR_CHECK(hiar_between_run(&comm->gpu->between, s, &b));
-    }
-    return HIAR_SUCCESS;
+    return hiar_between_oneshot(&comm->gpu->between, &comm->gpu->side, c);
 }
 #endif
