@@ -127,7 +127,9 @@ static inline unsigned hiar_ipc_blocks_cap(unsigned sms, unsigned per_sm, unsign
  * This GPU's caps when `sharers` ranks of the comm may use it (the group
  * agrees on the minimum over its ranks): from its SM count and how many
  * blocks of 512 threads of each kernel fit an SM; mixed: kernels of other
- * kinds run beside them (transport/ipc.c), one block per SM of the share.
+ * kinds run beside them (transport/ipc.c): at most two blocks per SM of the
+ * share, each in half an SM (LL, hierarchical LL and two-shot kernels use at
+ * most 64 registers a thread; push, up to 114, is then not launched).
  */
 void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_ipc_caps_t *caps);
 

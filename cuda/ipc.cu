@@ -88,12 +88,19 @@ extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int m
         cudaGetLastError();
         sms = HIAR_IPC_BLOCKS_DEFAULT; /* what the defaults were measured with, near enough */
     }
-    caps->ll = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_oneshot_per_sm(1), sharers,
-                                   HIAR_IPC_ONESHOT_BLOCKS);
-    caps->push = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_oneshot_per_sm(0), sharers,
-                                     HIAR_IPC_ONESHOT_BLOCKS);
-    caps->twoshot = hiar_ipc_blocks_cap((unsigned)sms, mixed ? 1u : (unsigned)hiar_ipc_twoshot_per_sm(), sharers,
-                                        HIAR_IPC_BLOCKS_MAX);
+
+    unsigned ll = (unsigned)hiar_ipc_oneshot_per_sm(1), push = (unsigned)hiar_ipc_oneshot_per_sm(0);
+    unsigned twoshot = (unsigned)hiar_ipc_twoshot_per_sm();
+
+    /* Mixed: every kernel in half an SM (push, which takes a whole one, is not used then: core/plan.c). */
+    if (mixed) {
+        ll = ll < 2 ? ll : 2;
+        twoshot = twoshot < 2 ? twoshot : 2;
+        push = 1;
+    }
+    caps->ll = hiar_ipc_blocks_cap((unsigned)sms, ll, sharers, HIAR_IPC_ONESHOT_BLOCKS);
+    caps->push = hiar_ipc_blocks_cap((unsigned)sms, push, sharers, HIAR_IPC_ONESHOT_BLOCKS);
+    caps->twoshot = hiar_ipc_blocks_cap((unsigned)sms, twoshot, sharers, HIAR_IPC_BLOCKS_MAX);
 }
 
 static unsigned within(unsigned blocks, unsigned max)

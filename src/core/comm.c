@@ -173,6 +173,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->ipc = hiar_gpu_has_ipc(comm->gpu);
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;
         in->between_gpu = comm->gpu->between.on_gpu;
+        in->mixed = comm->gpu->mixed;
     }
 #else
     (void)device;

@@ -48,6 +48,8 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     if (in.ngroups == 1 && in.ipc)
         EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes",
              l.ipc_ll_max, l.ipc_push_max, l.ipc_slot);
+    else if (in.ngroups == in.nranks && in.nranks > 1)
+        EMIT(out, "  device paths: staged mpi (every rank alone)");
     else if (in.hier_ready && in.between_gpu)
         EMIT(out, "  device paths: ipc-hier-ll up to %zu bytes (LL in the group, LL between groups), then ipc-hier "
                   "(reduce-scatter, %d shards between groups, all-gather) in chunks of %zu bytes; kernels only, "

@@ -112,7 +112,7 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
     const hiar_params_t *p = env->params;
     hiar_transport_config_t cfg = {env->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
                                    (int)p->v[HIAR_P_MAX_BLOCKS].num, (int)p->v[HIAR_P_PDL].num, gpu->device,
-                                   all_gpu, on_gpu, gpu->side.tier.groups.ngroups > 1, env->host_run, env->host_arg};
+                                   all_gpu, on_gpu, gpu->mixed, env->host_run, env->host_arg};
     return cfg;
 }
 
@@ -147,6 +147,9 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     all_gpu = group_has_gpus(env, gpu);
     on_gpu = ranks_on_gpu(env, gpu);
     gpu->shared_gpu |= on_gpu > 1; /* ranks of other groups on this GPU spin beside ours too */
+    gpu->mixed = on_gpu > 1;
+    HIAR_CHECK(hiar_net_max(env->mpi, &gpu->mixed, 1));
+    gpu->mixed &= gpu->side.tier.groups.ngroups > 1;
     HIAR_CHECK(connect_transports(env, gpu, all_gpu, on_gpu));
     HIAR_CHECK(annotate_transports(env, gpu));
     /* One group without IPC makes every group stage through the host paths:

@@ -21,6 +21,7 @@ typedef struct hiar_gpu {
     void *staged;            /* the staged transport's state (hiar_transport_staged) */
     int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
+    int mixed;      /* several groups and some GPU shared by ranks: kernels of several kinds mix (agreed) */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;

@@ -111,6 +111,8 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
      * 2 MB) and 16 MB (201 against 227). */
     sl.ipc_push_max = HIAR_IPC_PUSH_MAX;
     p.between = choose_ipc(&shard, &sl).kernel;
+    if (in->mixed && p.between == HIAR_KERNEL_PUSH) /* it takes a whole SM: transport/ipc.c */
+        p.between = HIAR_KERNEL_TWOSHOT;
     return p;
 }
 

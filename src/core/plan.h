@@ -57,6 +57,7 @@ typedef struct {
     int ipc;            /* device buffers: this rank's group has the CUDA IPC transport */
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
     int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */
+    int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
 } hiar_plan_input_t;

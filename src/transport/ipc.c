@@ -51,10 +51,11 @@ static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
  * different kinds mix, and shares of each kind's blocks per SM no longer
  * add up: on one H200, 4 ranks as 0|1,2,3, two-shot blocks spread one per
  * SM left no whole SM for a push kernel between groups, whose peers waited
- * until the timeout.  Then every kernel gets one block per SM of its share
- * and no programmatic dependent launch (whose next kernel would hold SMs
- * too): with at most one kernel per rank and as many blocks as SMs, a
- * block that waits for room always finds an empty SM.
+ * until the timeout.  Then every kernel takes at most half an SM (push is
+ * not used: core/plan.c), gets two blocks per SM of its share, and no
+ * programmatic dependent launch (whose next kernel would hold SMs too):
+ * with at most one kernel per rank and two blocks per SM in all, a block
+ * that waits for room always finds an SM with half of it free.
  */
 static void set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
                        size_t len)

@@ -245,11 +245,15 @@ Test(plan, device_between)
         {4, 2, 2, HIAR_ALGO_TWOSHOT, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_HIER, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_MPI, 4, 0, 2, HIAR_KERNEL_NONE},
+        /* kernels of several kinds on a shared GPU: two-shot instead of push (mixed, below) */
+        {4, 2, 2, HIAR_ALGO_AUTO, 2 * M, 0, 1, HIAR_KERNEL_TWOSHOT},
     };
+    enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < NCASES; i++) {
         hiar_plan_input_t in = {0};
         hiar_plan_t got, want = BETWEEN_LL;
+        in.mixed = i == NCASES - 1;
         in.nranks = cases[i].nranks;
         in.ngroups = in.host_ngroups = cases[i].ngroups;
         in.host_nshards = in.device_nshards = cases[i].nshards;
