@@ -39,6 +39,9 @@ int hiar_cuda_mps_running(void);
 hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
 void hiar_cuda_host_free(void *ptr);
 hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
+/* Pins host memory (a shared segment) for every GPU; *dev: its address in kernels. */
+hiar_result_t hiar_cuda_host_register(void *ptr, size_t bytes, char **dev);
+void hiar_cuda_host_unregister(void *ptr);
 hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 hiar_result_t hiar_cuda_sync(void *stream);
 
@@ -139,6 +142,20 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_
  * the kernels were built for it (sm_90 and later).  Returns 1 if they use it.
  */
 int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
+
+/*
+ * The same transport over pinned host memory, for GPUs without P2P
+ * (transport/pinned.c): rank p's buffers (hiar_ipc_region_bytes each) lie
+ * at p times that in one shared segment registered with
+ * hiar_cuda_host_register; bases[] are their addresses in kernels.  This
+ * rank initialises its own (the group must wait for all before a call).
+ * The segment stays the caller's: hiar_ipc_segment gives it back for the
+ * teardown.
+ */
+size_t hiar_ipc_region_bytes(int n, size_t slot_bytes);
+hiar_result_t hiar_ipc_create_pinned(int me, int n, size_t slot_bytes, int timeout_ms, void *segment,
+                                     size_t segment_bytes, char *const *bases, hiar_ipc_t **out);
+void *hiar_ipc_segment(const hiar_ipc_t *ipc, size_t *bytes);
 
 /* Every rank's allocation as mapped here, in rank order (own: ignored); ipc unmaps them. */
 void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases);

@@ -11,6 +11,9 @@ struct hiar_ipc {
     hiar_ipc_args_t args;         /* what the kernels get; base[me] is own */
     int device;
     size_t bytes;                 /* one rank's allocation */
+    int pinned;                   /* the buffers are the caller's pinned host memory (hiar_ipc_create_pinned) */
+    void *segment;                /* pinned: the caller's segment, kept for its teardown */
+    size_t segment_bytes;
     hiar_ipc_control_t *ctl_host; /* mapped: ctl_host on the host is args.ctl on the device */
 };
 
@@ -24,7 +27,8 @@ static size_t align_up(size_t v, size_t a)
     return (v + a - 1) / a * a;
 }
 
-static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms)
+/* Where signals, LL packets and slots lie in one rank's buffers. */
+static void lay_out(hiar_ipc_t *ipc, size_t slot_bytes)
 {
     hiar_ipc_args_t *a = &ipc->args;
 
@@ -32,14 +36,38 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     a->ll_offset = align_up(HIAR_IPC_SIGNAL_BYTES, 4096);
     a->data_offset = a->ll_offset + 2 * (size_t)a->n * HIAR_IPC_LL_AREA_BYTES;
     ipc->bytes = a->data_offset + 4 * a->slot_bytes;
+}
+
+extern "C" size_t hiar_ipc_region_bytes(int n, size_t slot_bytes)
+{
+    hiar_ipc_t layout = {};
+
+    layout.args.n = n;
+    lay_out(&layout, slot_bytes);
+    return layout.bytes;
+}
+
+/*
+ * Own buffers at base[me] (cudaMalloc'd, or pinned host memory whose host
+ * address is `host`), and the per-rank state.  Flags start at 0, below
+ * every call's (epochs start at 1); LL packets start as the sentinel,
+ * "nothing pending" (oneshot.cu).
+ */
+static hiar_result_t allocate(hiar_ipc_t *ipc, int timeout_ms, char *host)
+{
+    hiar_ipc_args_t *a = &ipc->args;
+
     a->timeout_ns = (uint64_t)timeout_ms * 1000000u;
     a->max_blocks = a->push_blocks = a->ll_blocks = HIAR_IPC_BLOCKS_DEFAULT;
     HIAR_CUDA_CHECK(cudaGetDevice(&ipc->device));
-    HIAR_CUDA_CHECK(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
-    /* Flags start at 0, below every call's (epochs start at 1); LL packets
-     * start as the sentinel, "nothing pending" (oneshot.cu). */
-    HIAR_CUDA_CHECK(cudaMemset(a->base[a->me], 0, a->ll_offset));
-    HIAR_CUDA_CHECK(cudaMemset(a->base[a->me] + a->ll_offset, 0xff, a->data_offset - a->ll_offset));
+    if (host) {
+        memset(host, 0, a->ll_offset);
+        memset(host + a->ll_offset, 0xff, a->data_offset - a->ll_offset);
+    } else {
+        HIAR_CUDA_CHECK(cudaMalloc((void **)&a->base[a->me], ipc->bytes));
+        HIAR_CUDA_CHECK(cudaMemset(a->base[a->me], 0, a->ll_offset));
+        HIAR_CUDA_CHECK(cudaMemset(a->base[a->me] + a->ll_offset, 0xff, a->data_offset - a->ll_offset));
+    }
     HIAR_CUDA_CHECK(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
     HIAR_CUDA_CHECK(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
     HIAR_CUDA_CHECK(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));
@@ -49,30 +77,62 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, size_t slot_bytes, int timeout_ms
     return HIAR_SUCCESS;
 }
 
-extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
-                                         unsigned char handle[HIAR_IPC_HANDLE_BYTES])
+/* The transport's state over buffers of slot_bytes slots; host: pinned host memory (else cudaMalloc). */
+static hiar_result_t create(int me, int n, size_t slot_bytes, int timeout_ms, char *host, hiar_ipc_t **out)
 {
     hiar_ipc_t *ipc;
     hiar_result_t rc;
-    size_t offset = 0;
 
     if (n < 2 || n > HIAR_IPC_MAX_RANKS)
-        return hiar_error_set(HIAR_UNSUPPORTED, "CUDA IPC groups have 2 to %d ranks, not %d",
-                              HIAR_IPC_MAX_RANKS, n);
+        return hiar_error_set(HIAR_UNSUPPORTED, "GPU groups have 2 to %d ranks, not %d", HIAR_IPC_MAX_RANKS, n);
     ipc = (hiar_ipc_t *)calloc(1, sizeof(*ipc));
     if (!ipc)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the IPC transport");
     ipc->args.n = n;
     ipc->args.me = me;
-    rc = allocate(ipc, slot_bytes, timeout_ms);
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_cuda_export(ipc->args.base[me], ipc->bytes, handle, &offset, "the CUDA IPC transport");
+    ipc->pinned = host != NULL;
+    lay_out(ipc, slot_bytes);
+    rc = allocate(ipc, timeout_ms, host);
     if (rc != HIAR_SUCCESS) {
         hiar_ipc_destroy(ipc);
         return rc;
     }
     *out = ipc;
     return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_ipc_create(int me, int n, size_t slot_bytes, int timeout_ms, hiar_ipc_t **out,
+                                         unsigned char handle[HIAR_IPC_HANDLE_BYTES])
+{
+    size_t offset = 0;
+    hiar_result_t rc;
+
+    HIAR_CHECK(create(me, n, slot_bytes, timeout_ms, NULL, out));
+    rc = hiar_cuda_export((*out)->args.base[me], (*out)->bytes, handle, &offset, "the CUDA IPC transport");
+    if (rc != HIAR_SUCCESS) {
+        hiar_ipc_destroy(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+extern "C" hiar_result_t hiar_ipc_create_pinned(int me, int n, size_t slot_bytes, int timeout_ms, void *segment,
+                                                size_t segment_bytes, char *const *bases, hiar_ipc_t **out)
+{
+    size_t region = hiar_ipc_region_bytes(n, slot_bytes);
+
+    HIAR_CHECK(create(me, n, slot_bytes, timeout_ms, (char *)segment + (size_t)me * region, out));
+    for (int p = 0; p < n; p++)
+        (*out)->args.base[p] = bases[p];
+    (*out)->segment = segment;
+    (*out)->segment_bytes = segment_bytes;
+    return HIAR_SUCCESS;
+}
+
+extern "C" void *hiar_ipc_segment(const hiar_ipc_t *ipc, size_t *bytes)
+{
+    *bytes = ipc->segment_bytes;
+    return ipc->segment;
 }
 
 /*
@@ -140,7 +200,7 @@ extern "C" hiar_result_t hiar_ipc_probe_write(hiar_ipc_t *ipc, uint64_t token)
 
     for (int p = 0; p < a->n; p++) {
         uint64_t v = token + (uint64_t)a->me;
-        HIAR_CUDA_CHECK(cudaMemcpy(a->base[p] + hiar_ipc_probe_offset(a->me), &v, sizeof(v), cudaMemcpyHostToDevice));
+        HIAR_CUDA_CHECK(cudaMemcpy(a->base[p] + hiar_ipc_probe_offset(a->me), &v, sizeof(v), cudaMemcpyDefault));
     }
     HIAR_CUDA_CHECK(cudaDeviceSynchronize());
     return HIAR_SUCCESS;
@@ -153,7 +213,7 @@ extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, i
     *ok = 1;
     for (int p = 0; p < a->n; p++) {
         uint64_t v = 0;
-        HIAR_CUDA_CHECK(cudaMemcpy(&v, a->base[a->me] + hiar_ipc_probe_offset(p), sizeof(v), cudaMemcpyDeviceToHost));
+        HIAR_CUDA_CHECK(cudaMemcpy(&v, a->base[a->me] + hiar_ipc_probe_offset(p), sizeof(v), cudaMemcpyDefault));
         if (v != token + (uint64_t)p)
             *ok = 0;
     }
@@ -214,7 +274,8 @@ extern "C" void hiar_ipc_unmap_peers(hiar_ipc_t *ipc)
 
     for (int p = 0; p < a->n; p++)
         if (p != a->me && a->base[p]) {
-            hiar_cuda_unmap(ipc->device, a->base[p]);
+            if (!ipc->pinned)
+                hiar_cuda_unmap(ipc->device, a->base[p]);
             a->base[p] = NULL;
         }
 }
@@ -224,7 +285,8 @@ extern "C" void hiar_ipc_destroy(hiar_ipc_t *ipc)
     if (!ipc)
         return;
     hiar_ipc_unmap_peers(ipc);
-    cudaFree(ipc->args.base[ipc->args.me]);
+    if (!ipc->pinned)
+        cudaFree(ipc->args.base[ipc->args.me]);
     cudaFree(ipc->args.state);
     cudaFreeHost(ipc->ctl_host);
     cudaGetLastError();

@@ -102,6 +102,25 @@ extern "C" void hiar_cuda_host_free(void *ptr)
     cudaFreeHost(ptr);
 }
 
+extern "C" hiar_result_t hiar_cuda_host_register(void *ptr, size_t bytes, char **dev)
+{
+    cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    char what[96];
+
+    if (err == cudaSuccess)
+        err = cudaHostGetDevicePointer((void **)dev, ptr, 0);
+    if (err == cudaSuccess)
+        return HIAR_SUCCESS;
+    snprintf(what, sizeof(what), "cudaHostRegister of %zu bytes of shared memory", bytes);
+    return hiar_cuda_error(err, what);
+}
+
+extern "C" void hiar_cuda_host_unregister(void *ptr)
+{
+    cudaHostUnregister(ptr);
+    cudaGetLastError();
+}
+
 extern "C" hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);

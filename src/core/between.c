@@ -9,6 +9,7 @@
 #include "core/between.h"
 #include "cuda/api.h"
 #include "net/coll.h"
+#include "transport/kernels.h"
 
 /* The owner of shard s in group g: local index s % the group's size. */
 static int owner_in(const hiar_grouping_t *g, int grp, int s)
@@ -46,23 +47,28 @@ static void counterparts(const hiar_tier_t *t, int s, hiar_tier_t *out)
     out->group_comm = t->shard_comm[s]; /* borrowed: the device tier frees it */
 }
 
-/* Every owned shard, in shard order on every rank (each setup is collective over its counterparts). */
-static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_transport_config_t *cfg)
+/*
+ * Every owned shard, in shard order on every rank (each setup is collective
+ * over its counterparts): CUDA IPC, else pinned host memory (only that with
+ * pinned).
+ */
+static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_transport_config_t *cfg, int pinned)
 {
-    static const hiar_transport_t *const ipc[] = {&hiar_transport_ipc};
+    static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_pinned};
     hiar_transport_config_t c = *cfg;
     int ok = 1;
 
     /* A shard is at most a third of a slot of the group (hiar_ipc_hier_chunk), and the
      * two-shot kernel takes half a slot at once: one chunk per shard. */
     c.slot_bytes = cfg->slot_bytes / (size_t)t->nshards;
+    c.pinned_slot_bytes = cfg->pinned_slot_bytes / (size_t)t->nshards;
     c.all_gpu = 1;
     for (int s = 0; s < t->nshards; s++) {
         hiar_side_t *side = &b->shard[s];
         if (!hiar_tier_owns(t, s))
             continue;
         counterparts(t, s, &side->tier);
-        if (hiar_side_connect(side, ipc, 1, &c) != HIAR_SUCCESS || !side->tp) {
+        if (hiar_side_connect(side, candidates + pinned, 2 - pinned, &c) != HIAR_SUCCESS || !side->tp) {
             snprintf(b->why, sizeof(b->why), "mpi (shard %d: %s)", s, side->why);
             ok = 0;
         }
@@ -70,8 +76,26 @@ static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_tr
     return ok;
 }
 
+/* The transports of this rank's shards, by kind (the others' may differ where IPC failed for them only). */
+static void describe(hiar_between_t *b, const hiar_tier_t *t)
+{
+    int ipc = 0, pinned = 0;
+
+    for (int s = t->local; s < t->nshards; s += t->local_size) {
+        ipc += b->shard[s].tp == &hiar_transport_ipc;
+        pinned += b->shard[s].tp == &hiar_transport_pinned;
+    }
+    snprintf(b->why, sizeof(b->why), "on the GPU: %s", ipc && !pinned ? "ipc (P2P verified between the counterparts "
+                                                                       "of this rank's shards)"
+                                                      : !ipc ? "pinned host memory (kernels read and write a shared "
+                                                               "segment registered with CUDA)"
+                                                             : "ipc for some of this rank's shards, pinned host "
+                                                               "memory for others");
+}
+
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
-                                 const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode)
+                                 const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
+                                 int pinned)
 {
     const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts);
     int ok;
@@ -87,7 +111,7 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
     b->shard = calloc((size_t)t->nshards, sizeof(*b->shard));
     if (!b->shard)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between %d groups", t->groups.ngroups);
-    ok = connect_shards(b, t, cfg);
+    ok = connect_shards(b, t, cfg, pinned);
     HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
     if (!ok) {
         if (!b->why[0])
@@ -100,7 +124,7 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
         return HIAR_SUCCESS;
     }
     b->on_gpu = 1;
-    snprintf(b->why, sizeof(b->why), "ipc on the GPU (P2P verified between the counterparts of every shard)");
+    describe(b, t);
     return HIAR_SUCCESS;
 }
 
@@ -132,13 +156,13 @@ void hiar_between_abort(hiar_between_t *b)
 hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c)
 {
     const hiar_tier_t *t = &group->tier;
-    hiar_ipc_t *g = group->tp == &hiar_transport_ipc ? group->state : NULL, *sets[HIAR_IPC_MAX_GROUP];
+    hiar_ipc_t *g = hiar_transport_runs_kernels(group->tp) ? group->state : NULL, *sets[HIAR_IPC_MAX_GROUP];
     int n = 0;
 
     if (g)
         HIAR_CHECK(hiar_ipc_status(g));
     for (int s = t->local; s < t->nshards; s += t->local_size) {
-        HIAR_ASSERT(b->shard[s].tp == &hiar_transport_ipc && n < HIAR_IPC_MAX_GROUP);
+        HIAR_ASSERT(hiar_transport_runs_kernels(b->shard[s].tp) && n < HIAR_IPC_MAX_GROUP);
         HIAR_CHECK(hiar_ipc_status(b->shard[s].state));
         sets[n++] = b->shard[s].state;
     }

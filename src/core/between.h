@@ -25,11 +25,14 @@ typedef struct {
 
 /*
  * Collective over mpi (every rank of the comm, with the device tier t and
- * every rank's facts).  mode: HIAR_BETWEEN_*.  Failure to set up falls back
- * to MPI on every rank (one WARN); only a failed agreement is returned.
+ * every rank's facts).  mode: HIAR_BETWEEN_*; pinned: HIAR_PINNED (pinned
+ * host memory, not CUDA IPC).  CUDA IPC that fails falls back to pinned
+ * host memory; failure of both to MPI on every rank (one WARN); only a
+ * failed agreement is returned.
  */
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
-                                 const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode);
+                                 const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
+                                 int pinned);
 
 /* HIAR_TEARDOWN_* flags; collective over the shard communicators, in shard order. */
 void hiar_between_free(hiar_between_t *b, int flags);

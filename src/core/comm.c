@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,8 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
     if (device && comm->gpu) {
         in->ngroups = comm->gpu->side.tier.groups.ngroups;
         in->device_nshards = comm->gpu->side.tier.nshards;
-        in->ipc = hiar_gpu_has_ipc(comm->gpu);
+        in->ipc = hiar_gpu_has_kernels(comm->gpu);
+        in->device_slot = comm->gpu->hier_slot == LLONG_MAX ? 0 : (size_t)comm->gpu->hier_slot;
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;
         in->between_gpu = comm->gpu->between.on_gpu;
         in->mixed = comm->gpu->mixed;

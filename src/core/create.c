@@ -104,8 +104,8 @@ static hiar_result_t host_transport(hiar_comm_t *comm, const hiar_plan_limits_t 
 #ifdef HIAR_HAVE_CUDA
 static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
 {
-    hiar_gpu_env_t env = {comm->mpi,      comm->rank,    comm->size, &comm->params,
-                          limits->ipc_slot, hiar_run_host, comm};
+    hiar_gpu_env_t env = {comm->mpi,        comm->rank,          comm->size,    &comm->params,
+                          limits->ipc_slot, limits->pinned_slot, hiar_run_host, comm};
 
     return hiar_gpu_create(&env, &comm->gpu);
 }

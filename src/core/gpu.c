@@ -1,6 +1,7 @@
 /* The device side of a communicator: facts, grouping, transports, the MPS warning, teardown. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "core/gpu.h"
 #include "net/coll.h"
 #include "topo/nvml.h"
+#include "transport/kernels.h"
 
 /* This rank's facts: host, GPU and its PCI path, NVLink peers. */
 static void own_facts(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu, hiar_topo_fact_t *f)
@@ -110,24 +112,50 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
                                                 int on_gpu)
 {
     const hiar_params_t *p = env->params;
-    hiar_transport_config_t cfg = {env->slot_bytes, (int)p->v[HIAR_P_TIMEOUT_MS].num,
-                                   (int)p->v[HIAR_P_MAX_BLOCKS].num, (int)p->v[HIAR_P_PDL].num, gpu->device,
-                                   all_gpu, on_gpu, gpu->mixed, env->host_run, env->host_arg};
+    hiar_transport_config_t cfg = {.slot_bytes = env->slot_bytes,
+                                   .pinned_slot_bytes = env->pinned_slot_bytes,
+                                   .timeout_ms = (int)p->v[HIAR_P_TIMEOUT_MS].num,
+                                   .max_blocks = (int)p->v[HIAR_P_MAX_BLOCKS].num,
+                                   .pdl = (int)p->v[HIAR_P_PDL].num,
+                                   .device = gpu->device,
+                                   .all_gpu = all_gpu,
+                                   .on_gpu = on_gpu,
+                                   .mixed = gpu->mixed,
+                                   .host_run = env->host_run,
+                                   .host_arg = env->host_arg};
     return cfg;
 }
 
-/* The device group's transport (IPC, or self alone) and the staged one. */
+/*
+ * The device group's transport: CUDA IPC, else pinned host memory (first
+ * with HIAR_PINNED=1), or self alone; and the staged one.
+ */
 static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int all_gpu, int on_gpu)
 {
-    static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_self};
+    static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_pinned,
+                                                         &hiar_transport_self};
+    int pinned = (int)env->params->v[HIAR_P_PINNED].num;
     hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
     char why[64];
 
-    /* IPC that cannot be set up falls back to staging (its why says so): not a failure of the comm. */
-    (void)hiar_side_connect(&gpu->side, candidates, 2, &cfg);
+    /* One that cannot be set up falls back to the next, then staging (its why says so): not a failure of the comm. */
+    (void)hiar_side_connect(&gpu->side, candidates + pinned, 3 - pinned, &cfg);
+    gpu->hier_slot = gpu->side.tp == &hiar_transport_ipc      ? (long long)cfg.slot_bytes
+                     : gpu->side.tp == &hiar_transport_pinned ? (long long)cfg.pinned_slot_bytes
+                                                              : LLONG_MAX;
     if (!hiar_transport_staged.usable(&gpu->side.tier, &cfg, why, sizeof(why)))
         return HIAR_SUCCESS; /* no GPU here: the device side goes (hiar_gpu_create) */
     return hiar_transport_staged.setup(&gpu->side.tier, &cfg, &gpu->staged, why, sizeof(why));
+}
+
+/* Chunks of hierarchical calls are the same in every group: they fit the smallest slot. */
+static hiar_result_t agree_hier_slot(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
+{
+    long long lo, hi;
+
+    HIAR_CHECK(hiar_net_bounds(env->mpi, &gpu->hier_slot, &lo, &hi, 1));
+    gpu->hier_slot = lo;
+    return HIAR_SUCCESS;
 }
 
 static void warn_shared_without_mps(const hiar_gpu_t *gpu)
@@ -151,6 +179,7 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     HIAR_CHECK(hiar_net_max(env->mpi, &gpu->mixed, 1));
     gpu->mixed &= gpu->side.tier.groups.ngroups > 1;
     HIAR_CHECK(connect_transports(env, gpu, all_gpu, on_gpu));
+    HIAR_CHECK(agree_hier_slot(env, gpu));
     HIAR_CHECK(annotate_transports(env, gpu));
     /* One group without IPC makes every group stage through the host paths:
      * groups on different paths would wait on different communicators. */
@@ -159,7 +188,8 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     if (gpu->hier_ok) {
         hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
         HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side.tier, gpu->facts, &cfg,
-                                      (int)env->params->v[HIAR_P_BETWEEN].num));
+                                      (int)env->params->v[HIAR_P_BETWEEN].num,
+                                      (int)env->params->v[HIAR_P_PINNED].num));
     }
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
         hiar_topo_table(gpu->facts, &gpu->side.tier.groups, topo_log_line, NULL);
@@ -215,6 +245,11 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
 int hiar_gpu_has_ipc(const hiar_gpu_t *gpu)
 {
     return gpu && gpu->side.tp == &hiar_transport_ipc;
+}
+
+int hiar_gpu_has_kernels(const hiar_gpu_t *gpu)
+{
+    return gpu && hiar_transport_runs_kernels(gpu->side.tp);
 }
 
 hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)

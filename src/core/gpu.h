@@ -22,6 +22,7 @@ typedef struct hiar_gpu {
     int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     int mixed;      /* several groups and some GPU shared by ranks: kernels of several kinds mix (agreed) */
+    long long hier_slot; /* the smallest slot of any group's kernels (agreed; LLONG_MAX: none), for the chunks */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;
@@ -32,6 +33,7 @@ typedef struct {
     int rank, size;
     const hiar_params_t *params;
     size_t slot_bytes;        /* the IPC slot, resolved by the plan (hiar_plan_limits) */
+    size_t pinned_slot_bytes; /* the pinned-host transport's */
     hiar_host_run_t host_run; /* where staged calls go */
     void *host_arg;
 } hiar_gpu_env_t;
@@ -51,8 +53,11 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags);
 /* Where registered memory is mapped: this rank's device group. */
 hiar_reg_group_t hiar_gpu_reg_group(const hiar_gpu_t *gpu);
 
-/* Whether this rank's group of GPUs has the CUDA IPC transport. */
+/* Whether this rank's group of GPUs has the CUDA IPC transport (memory mapped between its GPUs). */
 int hiar_gpu_has_ipc(const hiar_gpu_t *gpu);
+
+/* Whether its calls run as kernels: CUDA IPC or pinned host memory. */
+int hiar_gpu_has_kernels(const hiar_gpu_t *gpu);
 
 /* HIAR_TIMEOUT once a kernel gave up waiting; HIAR_SUCCESS otherwise (gpu may be NULL). */
 hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu);

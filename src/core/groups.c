@@ -95,19 +95,21 @@ hiar_result_t hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *c
                                 const hiar_transport_config_t *cfg)
 {
     char first[sizeof(s->why)] = "", other[sizeof(s->why)];
-    hiar_result_t rc;
+    hiar_result_t rc = HIAR_SUCCESS;
+    int tried = 0;
 
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !s->tp; i++) {
         const hiar_transport_t *tp = candidates[i];
         if (!tp->usable(&s->tier, cfg, i ? other : first, sizeof(first)))
             continue;
+        tried = 1;
         rc = tp->setup(&s->tier, cfg, &s->state, s->why, sizeof(s->why));
         if (rc == HIAR_SUCCESS)
             s->tp = tp;
-        return rc;
     }
-    memcpy(s->why, first, sizeof(first));
-    return HIAR_SUCCESS;
+    if (!tried)
+        memcpy(s->why, first, sizeof(first));
+    return rc;
 }
 
 void hiar_side_free(hiar_side_t *s, int flags)

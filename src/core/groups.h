@@ -29,11 +29,12 @@ hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t 
                                  hiar_grouping_t *out);
 
 /*
- * Sets up the first of the n candidates usable for this rank's group and
- * returns how that went (HIAR_SUCCESS when none is usable: then the first
- * one's why).  A setup that fails (on every rank of the group alike) leaves
- * the side without transport, its why saying so; the caller decides whether
- * that fails the comm.
+ * Sets up the first of the n candidates usable for this rank's group; one
+ * whose setup fails (on every rank of the group alike) gives way to the next
+ * usable one.  Returns how the last setup went (HIAR_SUCCESS when none is
+ * usable: then the first one's why).  When every setup failed the side has
+ * no transport, its why saying why the last failed; the caller decides
+ * whether that fails the comm.
  */
 hiar_result_t hiar_side_connect(hiar_side_t *s, const hiar_transport_t *const *candidates, int n,
                        const hiar_transport_config_t *cfg);

@@ -28,7 +28,8 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     size_t ll = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
 
     out->shm_slot = in->slot_bytes ? in->slot_bytes : HIAR_SHM_SLOT_DEFAULT;
-    out->ipc_slot = in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
+    out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
+    out->pinned_slot = in->slot_bytes ? in->slot_bytes : HIAR_PINNED_SLOT_DEFAULT;
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;

@@ -35,6 +35,10 @@
  * two, two-shot reduces half each: on 2 H200 push led at 4 MB (23 against
  * 46 us), two-shot from 16 MB (69 against 76 us; 346 against 287 GB/s at 1 GB). */
 #define HIAR_IPC_PUSH2_MAX (8 * 1024 * 1024)
+/* Slot of the pinned-host transport when HIAR_BUFFER_SIZE is 0: its 4 slots
+ * per rank, LL packets and signals (21 MB a rank in a group of 2) live in
+ * /dev/shm, which containers often give 64 MB. */
+#define HIAR_PINNED_SLOT_DEFAULT ((size_t)4 << 20)
 /* shm slot bytes when HIAR_BUFFER_SIZE is 0: chunks of 1 MB stay in L2 while reduced. */
 #define HIAR_SHM_SLOT_DEFAULT ((size_t)1 << 20)
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
@@ -60,11 +64,13 @@ typedef struct {
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
+    size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
 } hiar_plan_input_t;
 
 /* The defaults and thresholds of a comm, resolved. */
 typedef struct {
-    size_t shm_slot, ipc_slot;   /* bytes per slot */
+    size_t shm_slot, ipc_slot;   /* bytes per slot (ipc_slot: of the hierarchical device chunks) */
+    size_t pinned_slot;          /* the pinned-host transport's */
     size_t shm_oneshot_max;      /* one group of host buffers: one-shot up to this */
     size_t hier_oneshot_max;     /* host buffers over groups: hier-oneshot up to this */
     size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */

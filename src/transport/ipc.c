@@ -12,8 +12,8 @@
 
 #include "base/log.h"
 #include "net/coll.h"
+#include "transport/kernels.h"
 #include "transport/peers.h"
-#include "transport/transport.h"
 
 /* What the P2P probe writes; the allocation starts zeroed, so it cannot be stale. */
 #define PROBE_TOKEN 0x6869617270327000ull
@@ -30,7 +30,7 @@ static int ipc_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, 
 }
 
 /* Every rank stores a token into every peer; after a barrier each reads back what its peers stored. */
-static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
+hiar_result_t hiar_kernels_probe(hiar_ipc_t *ipc, MPI_Comm group)
 {
     int pass = 0;
     hiar_result_t rc = hiar_ipc_probe_write(ipc, PROBE_TOKEN), brc = hiar_net_barrier(group);
@@ -57,8 +57,8 @@ static hiar_result_t probe(hiar_ipc_t *ipc, MPI_Comm group)
  * with at most one kernel per rank and two blocks per SM in all, a block
  * that waits for room always finds an SM with half of it free.
  */
-static void set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
-                       size_t len)
+void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
+                             size_t len)
 {
     int want = cfg->max_blocks, sharers = cfg->on_gpu, caps[3], pdl;
     unsigned max = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
@@ -92,7 +92,7 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
     memset(&mine, 0, sizeof(mine));
     rc = hiar_ipc_create(t->local, t->local_size, cfg->slot_bytes, cfg->timeout_ms, &ipc, mine.handle);
     if ((rc = hiar_net_agree(t->group_comm, rc, "CUDA IPC buffers")) != HIAR_SUCCESS) {
-        snprintf(why, len, "staged through host memory: IPC buffers could not be allocated (%s)", hiar_last_error());
+        snprintf(why, len, "no CUDA IPC: its buffers could not be allocated (%s)", hiar_last_error());
         hiar_ipc_destroy(ipc);
         return rc;
     }
@@ -100,24 +100,24 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
                              "the CUDA IPC transport");
     if (rc == HIAR_SUCCESS) {
         hiar_ipc_set_peers(ipc, mapped);
-        rc = probe(ipc, t->group_comm);
+        rc = hiar_kernels_probe(ipc, t->group_comm);
     }
     if (rc != HIAR_SUCCESS) {
-        snprintf(why, len, "staged through host memory: the CUDA IPC P2P check failed (%s)", hiar_last_error());
-        HIAR_WARN(IPC, "%s", why);
+        snprintf(why, len, "no CUDA IPC: the P2P check failed (%s)", hiar_last_error());
+        HIAR_WARN(IPC, "%s; trying pinned host memory", why);
         *state = ipc;
         hiar_transport_ipc.teardown(ipc, t, HIAR_TEARDOWN_COLLECTIVE);
         *state = NULL;
         return rc;
     }
     snprintf(why, len, "ipc (P2P verified by a write and read-back between every pair)");
-    set_launch(ipc, t, cfg, why, len);
+    hiar_kernels_set_launch(ipc, t, cfg, why, len);
     *state = ipc;
     return HIAR_SUCCESS;
 }
 
 /* The all-gather half sends the owned shards from the output, where the step between groups left them. */
-static hiar_result_t ipc_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
+hiar_result_t hiar_kernels_run(void *state, const hiar_tier_t *t, const hiar_call_t *c, hiar_step_t step)
 {
     hiar_call_t ag = *c;
 
@@ -129,23 +129,19 @@ static hiar_result_t ipc_run(void *state, const hiar_tier_t *t, const hiar_call_
     return hiar_ipc_hier_step(state, step == HIAR_STEP_ALLGATHER ? &ag : c, step, c->plan.chunk);
 }
 
-static hiar_result_t ipc_status(const void *state)
+hiar_result_t hiar_kernels_status(const void *state)
 {
     return hiar_ipc_status(state);
 }
 
-static void ipc_abort(void *state)
+void hiar_kernels_abort(void *state)
 {
     hiar_ipc_abort(state);
 }
 
 /* Steps that need every peer's memory mapped are separated by group barriers. */
-static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
+void hiar_kernels_quiesce(hiar_ipc_t *ipc, const hiar_tier_t *t, int flags)
 {
-    hiar_ipc_t *ipc = state;
-
-    if (!ipc)
-        return;
     if (!(flags & HIAR_TEARDOWN_COLLECTIVE))
         hiar_ipc_abort(ipc);
     hiar_cuda_device_sync(hiar_ipc_device(ipc)); /* then peers can unmap and the owner free */
@@ -154,16 +150,28 @@ static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
         hiar_ipc_unmap_peers(ipc);
         hiar_net_barrier(t->group_comm);
     }
-    hiar_ipc_destroy(ipc);
+}
+
+int hiar_transport_runs_kernels(const hiar_transport_t *tp)
+{
+    return tp == &hiar_transport_ipc || tp == &hiar_transport_pinned;
+}
+
+static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
+{
+    if (!state)
+        return;
+    hiar_kernels_quiesce(state, t, flags);
+    hiar_ipc_destroy(state);
 }
 
 const hiar_transport_t hiar_transport_ipc = {
     .name = "ipc",
     .usable = ipc_usable,
     .setup = ipc_setup,
-    .run = ipc_run,
+    .run = hiar_kernels_run,
     .max_bytes = hiar_transport_unbounded,
-    .status = ipc_status,
-    .abort = ipc_abort,
+    .status = hiar_kernels_status,
+    .abort = hiar_kernels_abort,
     .teardown = ipc_teardown,
 };

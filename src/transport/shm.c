@@ -1,19 +1,16 @@
 /* Shared-memory segment setup and the one-shot / two-shot steps over it. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "base/range.h"
 #include "base/reduce.h"
 #include "net/coll.h"
+#include "transport/segment.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
 
@@ -21,7 +18,6 @@
  * between cores (and adjacent-line prefetch pairs 64-byte lines). */
 #define FLAG_STRIDE 128
 #define PAGE 4096
-#define SEGMENT_NAME_MAX 64
 
 typedef struct {
     _Alignas(FLAG_STRIDE) atomic_uint_least64_t epoch;
@@ -53,93 +49,6 @@ size_t hiar_shm_slot_bytes(const hiar_shm_t *s)
     return s->slot_bytes;
 }
 
-/* Leader: create, size and map a fresh segment; its name goes to the peers. */
-static hiar_result_t segment_create(size_t bytes, char name[SEGMENT_NAME_MAX], void **base)
-{
-    static atomic_uint counter;
-    int fd = -1, err;
-
-    for (int attempt = 0; fd < 0; attempt++) {
-        snprintf(name, SEGMENT_NAME_MAX, "/hiar-%u-%ld-%u", (unsigned)getuid(), (long)getpid(),
-                 atomic_fetch_add(&counter, 1));
-        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, S_IRUSR | S_IWUSR);
-        if (fd < 0 && (errno != EEXIST || attempt > 100))
-            return hiar_error_set(HIAR_SYSTEM_ERROR, "shm_open(%s) failed: %s", name, strerror(errno));
-    }
-    /* Reserve the pages now: a full /dev/shm fails here, not as SIGBUS later. */
-    err = posix_fallocate(fd, 0, (off_t)bytes);
-    if (err) {
-        close(fd);
-        shm_unlink(name);
-        return hiar_error_set(HIAR_SYSTEM_ERROR,
-                              "cannot reserve %zu bytes in /dev/shm for %s: %s; lower "
-                              "HIAR_BUFFER_SIZE or enlarge /dev/shm (docker: --shm-size)",
-                              bytes, name, strerror(err));
-    }
-    *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (*base == MAP_FAILED) {
-        shm_unlink(name);
-        return hiar_error_set(HIAR_SYSTEM_ERROR, "mmap of %zu bytes of %s failed: %s", bytes, name,
-                              strerror(errno));
-    }
-    return HIAR_SUCCESS;
-}
-
-static hiar_result_t segment_open(const char *name, size_t bytes, void **base)
-{
-    int fd = shm_open(name, O_RDWR, 0);
-
-    if (fd < 0)
-        return hiar_error_set(HIAR_SYSTEM_ERROR,
-                              "shm_open(%s) of the group leader's segment failed: %s (do the ranks "
-                              "share /dev/shm?)",
-                              name, strerror(errno));
-    *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (*base == MAP_FAILED)
-        return hiar_error_set(HIAR_SYSTEM_ERROR, "mmap of %zu bytes of %s failed: %s", bytes, name,
-                              strerror(errno));
-    return HIAR_SUCCESS;
-}
-
-/*
- * Maps the group's segment on every member.  Every member returns the same
- * result: failures are agreed with one allreduce, and the segment is unlinked
- * once all members have it mapped (or failed), so nothing outlives the job.
- */
-static hiar_result_t segment_map(hiar_shm_t *s, MPI_Comm group_comm)
-{
-    char name[SEGMENT_NAME_MAX] = "";
-    hiar_result_t rc = HIAR_SUCCESS;
-    int any_failed;
-
-    if (s->me == 0 && (rc = segment_create(s->map_bytes, name, &s->base)) != HIAR_SUCCESS) {
-        /* Peers must not look for a segment that is gone (and blame /dev/shm sharing). */
-        name[0] = '\0';
-        HIAR_WARN(SHM, "%s", hiar_last_error());
-    }
-    hiar_net_bcast(group_comm, name, sizeof(name), 0);
-    if (s->me != 0 && name[0] && (rc = segment_open(name, s->map_bytes, &s->base)) != HIAR_SUCCESS)
-        HIAR_WARN(SHM, "%s", hiar_last_error());
-    any_failed = rc != HIAR_SUCCESS || !name[0];
-    if (hiar_net_max(group_comm, &any_failed, 1) != HIAR_SUCCESS)
-        any_failed = 1;
-    if (s->me == 0 && name[0])
-        shm_unlink(name);
-    if (rc == HIAR_SUCCESS && any_failed)
-        rc = hiar_error_set(HIAR_SYSTEM_ERROR, "another rank of the group failed to map the "
-                                               "shared segment (its log says why)");
-    if (rc != HIAR_SUCCESS && s->base && s->base != MAP_FAILED)
-        munmap(s->base, s->map_bytes);
-    if (rc != HIAR_SUCCESS)
-        s->base = NULL;
-    else
-        HIAR_INFO(SHM, "segment %s: %d ranks x 2 slots x %zu bytes, unlinked after mapping", name,
-                  s->n, s->slot_bytes);
-    return rc;
-}
-
 hiar_result_t hiar_shm_create(MPI_Comm group_comm, size_t slot_bytes, hiar_shm_t **out)
 {
     hiar_shm_t *s = calloc(1, sizeof(*s));
@@ -161,7 +70,7 @@ hiar_result_t hiar_shm_create(MPI_Comm group_comm, size_t slot_bytes, hiar_shm_t
         if (s->base)
             memset(s->base, 0, header);
     } else {
-        rc = segment_map(s, group_comm);
+        rc = hiar_segment_map(group_comm, s->me, s->map_bytes, "shm", &s->base);
     }
     if (rc != HIAR_SUCCESS) {
         free(s);

@@ -1,7 +1,8 @@
 /*
  * The one interface of the transports inside a group (NCCL's struct
  * ncclTransport idea): shared memory for host buffers (shm.c), CUDA IPC for
- * device buffers (ipc.c), the one-rank group (self.c), and device buffers
+ * device buffers (ipc.c), pinned host memory that kernels read and write
+ * for GPUs without P2P (pinned.c), the one-rank group (self.c), and device buffers
  * staged through pinned host memory into the host side (staged.c).  The plan
  * chooses an algorithm and the side whose transport runs it; the core calls
  * only these operations.
@@ -31,6 +32,7 @@ typedef hiar_result_t (*hiar_host_run_t)(void *arg, const hiar_call_t *call);
 
 typedef struct {
     size_t slot_bytes; /* HIAR_BUFFER_SIZE resolved by the plan */
+    size_t pinned_slot_bytes; /* the same for the pinned-host transport */
     int timeout_ms;    /* a kernel's bound on waiting for a peer */
     int max_blocks;    /* HIAR_MAX_BLOCKS (0: the default) */
     int pdl;           /* HIAR_PDL */
@@ -71,6 +73,7 @@ size_t hiar_transport_unbounded(const void *state);
 /* The transports; all but shm exist in CUDA builds only. */
 extern const hiar_transport_t hiar_transport_shm;
 extern const hiar_transport_t hiar_transport_ipc;
+extern const hiar_transport_t hiar_transport_pinned;
 extern const hiar_transport_t hiar_transport_self;
 extern const hiar_transport_t hiar_transport_staged;
 

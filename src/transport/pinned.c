@@ -1,0 +1,119 @@
+/*
+ * The pinned-host-memory transport, for GPUs that cannot reach each other by
+ * P2P (consumer cards, P2P disabled by the driver or a VM, CUDA IPC refused
+ * in a container), as NCCL's SHM transport: the group's buffers lie in one
+ * shared segment (segment.c), which every rank registers with CUDA, and the
+ * kernels of the IPC transport (cuda/) read and write it through its device
+ * address.  Kernels only: asynchronous and capturable, unlike staged copies.
+ * Set up: map the segment -> register -> initialise own buffers -> barrier
+ * -> probe -> caps, every step agreed in the group.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "base/log.h"
+#include "net/coll.h"
+#include "transport/kernels.h"
+#include "transport/segment.h"
+
+static int pinned_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
+{
+    if (cfg->all_gpu && t->local_size >= 2 && t->local_size <= HIAR_IPC_MAX_GROUP)
+        return 1;
+    snprintf(why, len, "staged through host memory: %s",
+             t->local_size < 2 ? "the group has one rank"
+             : !cfg->all_gpu   ? "not every rank of the group has a GPU"
+                               : "GPU groups have at most 8 ranks");
+    return 0;
+}
+
+/* The segment, pinned for CUDA on every rank of the group, or nothing (agreed). */
+static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg, char **dev, char *why, size_t len)
+{
+    hiar_result_t rc = hiar_segment_map(t->group_comm, t->local, bytes, "the pinned-host transport", seg);
+
+    if (rc != HIAR_SUCCESS) {
+        snprintf(why, len, "staged through host memory: no shared segment for the pinned-host transport (%s)",
+                 hiar_last_error());
+        return rc;
+    }
+    rc = hiar_net_agree(t->group_comm, hiar_cuda_host_register(*seg, bytes, dev),
+                        "registering the pinned-host transport's segment with CUDA");
+    if (rc == HIAR_SUCCESS)
+        return HIAR_SUCCESS;
+    snprintf(why, len, "staged through host memory: the pinned-host transport could not pin %zu bytes (%s); raise "
+             "the locked-memory limit (ulimit -l unlimited; docker: --ulimit memlock=-1) or lower HIAR_BUFFER_SIZE",
+             bytes, hiar_last_error());
+    hiar_cuda_host_unregister(*seg);
+    munmap(*seg, bytes);
+    return rc;
+}
+
+static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
+                                  size_t len)
+{
+    int n = t->local_size;
+    size_t region = hiar_ipc_region_bytes(n, cfg->pinned_slot_bytes), bytes = region * (size_t)n;
+    char *dev = NULL, *bases[HIAR_IPC_MAX_GROUP];
+    hiar_ipc_t *ipc = NULL;
+    void *seg = NULL;
+    hiar_result_t rc;
+
+    *state = NULL;
+    if ((rc = pin_segment(t, bytes, &seg, &dev, why, len)) != HIAR_SUCCESS) {
+        HIAR_WARN(IPC, "%s", why);
+        return rc;
+    }
+    for (int p = 0; p < n; p++)
+        bases[p] = dev + (size_t)p * region;
+    rc = hiar_ipc_create_pinned(t->local, n, cfg->pinned_slot_bytes, cfg->timeout_ms, seg, bytes, bases, &ipc);
+    rc = hiar_net_agree(t->group_comm, rc, "the pinned-host transport's buffers");
+    /* Every rank has cleared its own buffers before any peer writes a probe token there. */
+    if (rc == HIAR_SUCCESS && (rc = hiar_net_barrier(t->group_comm)) == HIAR_SUCCESS)
+        rc = hiar_kernels_probe(ipc, t->group_comm);
+    if (rc != HIAR_SUCCESS) {
+        snprintf(why, len, "staged through host memory: the pinned-host transport failed (%s)", hiar_last_error());
+        HIAR_WARN(IPC, "%s", why);
+        if (ipc)
+            hiar_transport_pinned.teardown(ipc, t, HIAR_TEARDOWN_COLLECTIVE);
+        else {
+            hiar_cuda_host_unregister(seg);
+            munmap(seg, bytes);
+        }
+        return rc;
+    }
+    snprintf(why, len, "pinned host memory (%d x %zu bytes of /dev/shm registered with CUDA, read and written by "
+             "kernels)", n, region);
+    hiar_kernels_set_launch(ipc, t, cfg, why, len);
+    *state = ipc;
+    return HIAR_SUCCESS;
+}
+
+/* The segment goes after every kernel that could touch it has ended. */
+static void pinned_teardown(void *state, const hiar_tier_t *t, int flags)
+{
+    size_t bytes;
+    void *seg;
+
+    if (!state)
+        return;
+    seg = hiar_ipc_segment(state, &bytes);
+    hiar_kernels_quiesce(state, t, flags);
+    hiar_ipc_destroy(state);
+    hiar_cuda_host_unregister(seg);
+    munmap(seg, bytes);
+}
+
+const hiar_transport_t hiar_transport_pinned = {
+    .name = "pinned",
+    .usable = pinned_usable,
+    .setup = pinned_setup,
+    .run = hiar_kernels_run,
+    .max_bytes = hiar_transport_unbounded,
+    .status = hiar_kernels_status,
+    .abort = hiar_kernels_abort,
+    .teardown = pinned_teardown,
+};
