@@ -158,7 +158,13 @@ static void print_json(const hiar_grouping_t *g)
     printf("}\n");
 }
 
-/* Groups the GPUs of list (one rank each) and prints the table or the JSON. */
+static void print_line(void *arg, const char *text)
+{
+    (void)arg;
+    printf("%s\n", text);
+}
+
+/* Groups the GPUs of list (one rank each) and prints the table and what lies between groups, or the JSON. */
 static hiar_result_t group_and_print(const topo_options_t *o, const char *root, const char *list,
                                      int level, const unsigned char *claimed_p2p)
 {
@@ -183,6 +189,8 @@ static hiar_result_t group_and_print(const topo_options_t *o, const char *root, 
         print_json(&g);
     else if (rc == HIAR_SUCCESS)
         rc = hiar_topo_print(stdout, facts, &g);
+    if (rc == HIAR_SUCCESS && !o->json)
+        hiar_topo_between(facts, o->no_p2p ? p2p : claimed_p2p, &g, print_line, NULL);
     if (rc == HIAR_SUCCESS)
         hiar_grouping_free(&g);
     free(p2p);

@@ -276,7 +276,16 @@ void hiar_gpu_summary(const hiar_gpu_t *gpu, char *buf, size_t size)
                  gpu->shared_gpu ? ", shared with another rank" : "", gpu->side.why);
 }
 
+static void print_line(void *out, const char *text)
+{
+    fprintf(out, "%s\n", text);
+}
+
 hiar_result_t hiar_gpu_print_topology(const hiar_gpu_t *gpu, FILE *out)
 {
-    return gpu ? hiar_topo_print(out, gpu->facts, &gpu->side.tier.groups) : HIAR_SUCCESS;
+    if (!gpu)
+        return HIAR_SUCCESS;
+    HIAR_CHECK(hiar_topo_print(out, gpu->facts, &gpu->side.tier.groups));
+    hiar_topo_between(gpu->facts, NULL, &gpu->side.tier.groups, print_line, out);
+    return HIAR_SUCCESS;
 }

@@ -101,6 +101,38 @@ static void annotate_group(const hiar_topo_fact_t *facts, const unsigned char *p
              s.far_why, reason);
 }
 
+/* The transport between two owners of a shard in different groups, and a few words on their path. */
+static const char *between_pair(const hiar_topo_fact_t *facts, const unsigned char *p2p, int nranks, int a, int b,
+                                char *why, size_t len)
+{
+    hiar_path_t path = hiar_topo_path(&facts[a], &facts[b], why, len);
+
+    if (path >= HIAR_PATH_HOST)
+        return "mpi";
+    return p2p_ok(p2p, nranks, a, b, path) ? "ipc" : "pinned";
+}
+
+void hiar_topo_between(const hiar_topo_fact_t *facts, const unsigned char *p2p, const hiar_grouping_t *g,
+                       void (*line)(void *arg, const char *text), void *arg)
+{
+    int nshards = hiar_grouping_max_size(g);
+
+    for (int x = 0; x < g->ngroups; x++)
+        for (int y = x + 1; y < g->ngroups; y++) {
+            char text[1024];
+            size_t used = (size_t)snprintf(text, sizeof(text), "between groups %d and %d:", x, y);
+            for (int s = 0; s < nshards && used < sizeof(text); s++) {
+                int a = g->members[g->start[x] + s % hiar_group_size(g, x)];
+                int b = g->members[g->start[y] + s % hiar_group_size(g, y)];
+                char why[128];
+                const char *tp = between_pair(facts, p2p, g->nranks, a, b, why, sizeof(why));
+                used += (size_t)snprintf(text + used, sizeof(text) - used, "%s shard %d: ranks %d and %d, %s (%s)",
+                                         s ? ";" : "", s, a, b, tp, why);
+            }
+            line(arg, text);
+        }
+}
+
 hiar_result_t hiar_topo_annotate(const hiar_topo_fact_t *facts, const unsigned char *p2p,
                                  hiar_grouping_t *g)
 {

@@ -162,4 +162,14 @@ void hiar_topo_table(const hiar_topo_fact_t *facts, const hiar_grouping_t *g,
                      void (*emit)(void *arg, const char *line), void *arg);
 hiar_result_t hiar_topo_print(FILE *out, const hiar_topo_fact_t *facts, const hiar_grouping_t *g);
 
+/*
+ * Between groups, what the topology says: one line per pair of groups, for
+ * every shard the ranks that own it in the two (local index s % group size),
+ * the transport between them (ipc where P2P holds, as p2p says or up to PHB
+ * when NULL; pinned host memory without P2P; mpi across hosts) and their
+ * path.  The comm's own choice, agreed over every shard, is in its describe.
+ */
+void hiar_topo_between(const hiar_topo_fact_t *facts, const unsigned char *p2p, const hiar_grouping_t *g,
+                       void (*line)(void *arg, const char *text), void *arg);
+
 #endif

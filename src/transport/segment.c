@@ -74,11 +74,11 @@ hiar_result_t hiar_segment_map(MPI_Comm group, int me, size_t bytes, const char 
     if (me == 0 && (rc = segment_create(bytes, name, base)) != HIAR_SUCCESS) {
         /* Peers must not look for a segment that is gone (and blame /dev/shm sharing). */
         name[0] = '\0';
-        HIAR_WARN(SHM, "%s: %s", what, hiar_last_error());
+        HIAR_WARN(SHM, "%s", hiar_last_error());
     }
     hiar_net_bcast(group, name, sizeof(name), 0);
     if (me != 0 && name[0] && (rc = segment_open(name, bytes, base)) != HIAR_SUCCESS)
-        HIAR_WARN(SHM, "%s: %s", what, hiar_last_error());
+        HIAR_WARN(SHM, "%s", hiar_last_error());
     any_failed = rc != HIAR_SUCCESS || !name[0];
     if (hiar_net_max(group, &any_failed, 1) != HIAR_SUCCESS)
         any_failed = 1;
