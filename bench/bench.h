@@ -83,6 +83,8 @@ typedef struct {
     int dead[IMPL_COUNT];            /* failed once: not run again */
     char na_reason[IMPL_COUNT][256]; /* why an implementation showed n/a */
     FILE *info; /* '#' lines: stdout, or stderr with --csv */
+    double copy_gbps;   /* device buffers: rank 0's pinned device-to-host copy, the reference line */
+    size_t copy_bytes;
 #ifdef HIAR_HAVE_CUDA
     cudaStream_t stream;
 #endif

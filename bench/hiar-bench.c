@@ -376,6 +376,7 @@ static void setup(bench_t *b)
         bench_die("hiar_comm_create: %s: %s", hiar_strerror(rc), hiar_last_error());
     b->send = buffer(b);
     b->recv = o->inplace ? b->send : buffer(b);
+    bench_copy_reference(b);
     for (int i = 0; i < IMPL_COUNT; i++)
         if (has(b, i) && bench_impls[i].setup)
             bench_impls[i].setup(b);

@@ -3,11 +3,16 @@
 # GPU tests (one and two ranks per GPU, the latter under CUDA MPS; one group
 # and several), the benchmark eager and in CUDA graphs (against NCCL where
 # there is a GPU per rank, and MPI), hierarchical runs, and compute-sanitizer.
-# On one GPU every run puts 2 or 4 ranks on it under CUDA MPS (NCCL refuses
+# On one GPU every run puts 2 to 6 ranks on it under CUDA MPS (NCCL refuses
 # two ranks on one GPU: hiar against MPI only).  Logs go to $1 (default
-# ./gpu-logs), at most 8 files (what the device tool brings back).
+# ./gpu-logs), at most 8 files (what the device tool brings back).  $2 picks
+# the part: flat (one group per host, and the MPI step between groups), hier
+# (several groups on one host exchanging on the GPU, the pinned-host
+# transport, a killed rank, compute-sanitizer on those kernels), or all (the
+# default; on one GPU more than one 10-minute call of the device tool).
 set -u
 out=${1:-gpu-logs}
+part=${2:-all}
 mkdir -p "$out"
 # A bug that deadlocks a kernel should cost seconds, not the default 10 minutes.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
@@ -19,12 +24,16 @@ run() { # log name, then the command
     echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
     timeout 150 "$@" >>"$out/$name.log" 2>&1
     local rc=$?
-    grep -E "passed|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -n 2 | tee -a "$out/summary.txt"
+    grep -E "passed|PASS|FAIL|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -n 2 | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
 }
 mps_start() {
     mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
     nvidia-cuda-mps-control -d
+}
+mps_stop() {
+    echo quit | nvidia-cuda-mps-control
+    sleep 1
 }
 mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
 bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
@@ -32,44 +41,77 @@ bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 np=$((ngpu >= 2 ? ngpu : 2))
 impl=hiar,mpi
 [ "$ngpu" -ge 2 ] && impl=hiar,mpi,nccl
-[ "$ngpu" -lt 2 ] && mps_start
 { nvidia-smi topo -m; ./bench/hiar-info; ./bench/hiar-info --topo; } >"$out/machine.txt" 2>&1
 
-run tests $mpi -np "$np" ./tests/gpu/test_gpu
-run tests $mpi -np "$np" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
-# MPI_Allreduce on device buffers through libhiar_mpi.so (LD_PRELOAD), one group and two.
-mps_args="-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
-run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" sh tests/pmpi/pmpi-device.test
-run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" HIAR_GROUPS="0|1" \
-    sh tests/pmpi/pmpi-device.test
-# Small messages take many iterations: at 20, one slow launch moved a 4 KB ratio from 0.5 to 0.8.
-run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30
-run bench-flat $mpi -np "$np" $bench --impl $impl -b 16M -e 1G -f 4 -n 20 -w 5
-run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30 --graph
-run bench-flat $mpi -np "$np" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 300 -w 30 --graph
-[ "$ngpu" -ge 2 ] && run bench-flat $mpi -np "$np" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
-# Buffers from hiar_mem_alloc (and registered with NCCL): the zero-copy two-shot.
-run bench-flat $mpi -np "$np" $bench --impl ${impl/,mpi/} -b 16M -e 1G -f 4 -n 20 -w 5 --register
-run bench-hier $mpi -np "$np" -x HIAR_GROUPS="0|1" $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
+# One group (a rank per GPU), and the MPI step between groups.
+flat_part() {
+    [ "$ngpu" -lt 2 ] && mps_start
+    run tests $mpi -np "$np" ./tests/gpu/test_gpu
+    run tests $mpi -np "$np" -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+    # MPI_Allreduce on device buffers through libhiar_mpi.so (LD_PRELOAD), one group and two.
+    local mps_args="-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+    run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" sh tests/pmpi/pmpi-device.test
+    run tests env srcdir=. top_builddir=. MPIRUN=mpirun HIAR_TEST_MPIRUN_ARGS="$mps_args" HIAR_GROUPS="0|1" \
+        sh tests/pmpi/pmpi-device.test
+    # Small messages take many iterations: at 20, one slow launch moved a 4 KB ratio from 0.5 to 0.8.
+    run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30
+    run bench-flat $mpi -np "$np" $bench --impl $impl -b 16M -e 1G -f 4 -n 20 -w 5
+    run bench-flat $mpi -np "$np" $bench --impl $impl -b 1K -e 4M -f 4 -n 300 -w 30 --graph
+    run bench-flat $mpi -np "$np" -x HIAR_PDL=0 $bench --impl hiar -b 1K -e 4M -f 4 -n 300 -w 30 --graph
+    [ "$ngpu" -ge 2 ] && run bench-flat $mpi -np "$np" -x HIAR_MAX_BLOCKS=256 $bench --impl hiar,nccl -b 16M -e 1G -f 4 -n 20 -w 5
+    # Buffers from hiar_mem_alloc (and registered with NCCL): the zero-copy two-shot.
+    run bench-flat $mpi -np "$np" $bench --impl ${impl/,mpi/} -b 16M -e 1G -f 4 -n 20 -w 5 --register
+    [ "$ngpu" -ge 2 ] && mps_start
+    run tests $mpi -np $((2 * np)) ./tests/gpu/test_gpu --quick
+    run bench-hier $mpi -np $((2 * np)) -x HIAR_GROUPS="0,1|2,3" -x HIAR_BETWEEN=mpi $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
+    mps_stop
+}
 
-[ "$ngpu" -ge 2 ] && mps_start
-mps="$mpi -np $((2 * np))"
-run tests $mps ./tests/gpu/test_gpu --quick
-for g in "0,1|2,3" "0,2|1,3" "0|1,2,3"; do
-    run tests $mps -x HIAR_GROUPS="$g" ./tests/gpu/test_gpu --quick
-done
-run bench-hier $mps -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
-run bench-hier $mps $bench --impl hiar,mpi -b 1K -e 256M -f 4 -n 20 -w 5
-echo quit | nvidia-cuda-mps-control
+# Several groups on one host (issue 16): the step between groups on the GPU,
+# 4 ranks as 2 groups against the same ranks as one group (--flat), in CUDA
+# graphs, how soon a call returns with 5 ms of work ahead (--overlap),
+# uneven and 3 groups, the pinned-host transport forced, a killed rank.
+hier_part() {
+    local m2="$mpi -np $np" m4="$mpi -np $((2 * np))" m6="$mpi -np $((3 * np))"
+    mps_start
+    run tests $m4 -x HIAR_GROUPS="0,1|2,3" ./tests/gpu/test_gpu
+    run tests $m4 -x HIAR_GROUPS="0|1,2,3" ./tests/gpu/test_gpu --quick
+    run tests $m6 -x HIAR_GROUPS="0,1|2,3|4,5" ./tests/gpu/test_gpu --quick
+    run tests $m2 -x HIAR_PINNED=1 ./tests/gpu/test_gpu --quick
+    run tests $m4 -x HIAR_PINNED=1 -x HIAR_GROUPS="0,1|2,3" ./tests/gpu/test_gpu --quick
+    run tests bash tests/gpu/kill.sh $m4 -x HIAR_GROUPS="0,1|2,3"
+    run bench-hier $m4 -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --flat -b 1K -e 256M -f 4 -n 20 -w 5
+    run bench-hier $m4 -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar --flat -b 1K -e 64M -f 4 -n 50 -w 5 --graph
+    run bench-hier $m4 -x HIAR_GROUPS="0,1|2,3" $bench --impl hiar,mpi --flat -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
+    run bench-pinned $m2 -x HIAR_PINNED=1 $bench --impl hiar,mpi -b 1K -e 256M -f 4 -n 20 -w 5
+    run bench-pinned $m2 -x HIAR_PINNED=1 $bench --impl hiar -b 1K -e 64K -f 4 -n 50 -w 5 --graph
+    run bench-hier $m6 -x HIAR_GROUPS="0,1|2,3|4,5" $bench --impl hiar --flat -b 1K -e 64M -f 8 -n 20 -w 5
+    run bench-hier $m4 -x HIAR_GROUPS="0|1,2,3" $bench --impl hiar --flat -b 1K -e 64M -f 8 -n 20 -w 5
+    run tests $m4 -x HIAR_GROUPS="0,2|1,3" ./tests/gpu/test_gpu --quick
+    mps_stop
+    # compute-sanitizer does not take MPS clients: 3 ranks time-slice the GPU, as 0|1,2 (the LL
+    # kernel over the group and between groups, two-shot halves), without PDL (see below).
+    local san="$mpi -np 3 -x HIAR_PDL=0 -x HIAR_GROUPS=0|1,2 compute-sanitizer"
+    run sanitizer $san --tool memcheck $bench --impl hiar -b 4K -e 4M -f 32 -n 1 -w 0
+    run sanitizer $san --tool racecheck $bench --impl hiar -b 4K -e 4M -f 32 -n 1 -w 0
+}
 
 # memcheck and synccheck (compute-sanitizer of CUDA 13.0) crashed the process with
 # programmatic dependent launches (HIAR_PDL=1) and pass without; racecheck passes with.
-# Run with a GPU per rank only: on one GPU the ranks share it under MPS, which these runs were never tried with.
-if [ "$ngpu" -ge 2 ]; then
-    san="$mpi -np $ngpu -x HIAR_PDL=0 compute-sanitizer"
+sanitize_flat() {
+    local san="$mpi -np $ngpu -x HIAR_PDL=0 compute-sanitizer"
     run sanitizer $san --tool memcheck $bench --impl hiar -b 1K -e 4M -f 16 -n 2 -w 1
     run sanitizer $mpi -np "$ngpu" -x HIAR_PDL=0 -x HIAR_ALGO=twoshot compute-sanitizer --tool memcheck $bench --impl hiar -b 1M -e 1M -n 2 -w 1 --register
     run sanitizer $mpi -np "$ngpu" compute-sanitizer --tool racecheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
     run sanitizer $mpi -np "$ngpu" -x HIAR_ALGO=twoshot compute-sanitizer --tool racecheck $bench --impl hiar -b 1M -e 1M -n 1 -w 0 --register
     run sanitizer $san --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
-fi
+}
+
+case $part in
+flat) flat_part ;;
+hier) hier_part ;;
+*) flat_part; hier_part ;;
+esac
+# A rank per GPU only: with one GPU the ranks would time-slice it under the sanitizer.
+[ "$part" != hier ] && [ "$ngpu" -ge 2 ] && sanitize_flat
+exit 0

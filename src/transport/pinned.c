@@ -77,8 +77,9 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
     if (rc != HIAR_SUCCESS) {
         snprintf(why, len, "staged through host memory: the pinned-host transport failed (%s)", hiar_last_error());
         HIAR_WARN(IPC, "%s", why);
+        /* Not collective: a peer whose buffers failed has no state to tear down.  No kernel ran yet. */
         if (ipc)
-            hiar_transport_pinned.teardown(ipc, t, HIAR_TEARDOWN_COLLECTIVE);
+            hiar_transport_pinned.teardown(ipc, t, 0);
         else {
             hiar_cuda_host_unregister(seg);
             munmap(seg, bytes);
