@@ -25,7 +25,9 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
     size_t hier = in->oneshot_max ? in->oneshot_max : HIAR_HIER_ONESHOT_MAX_DEFAULT;
-    size_t ll = in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
+    size_t ll = in->oneshot_max ? in->oneshot_max
+                : in->pinned    ? HIAR_PINNED_LL_MAX
+                                : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
 
     out->shm_slot = in->slot_bytes ? in->slot_bytes : HIAR_SHM_SLOT_DEFAULT;
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;

@@ -28,6 +28,11 @@
  * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message, so more ranks
  * get less. */
 #define HIAR_IPC_ONESHOT_BUDGET (1024 * 1024)
+/* Largest LL message through pinned host memory when HIAR_ONESHOT_MAX is 0:
+ * every packet is polled over PCIe.  On one H200, 2 ranks, bf16, eager
+ * LL / push: 16 KB 7.1 / 7.2 us, 64 KB 16.0 / 10.3, 256 KB 28.7 / 25.6; in
+ * CUDA graphs 64 KB 15.0 / 9.9. */
+#define HIAR_PINNED_LL_MAX (16 * 1024)
 /* Largest push one-shot message for more than 2 ranks: one-shot moves
  * (n-1) x the message per rank, two-shot 2 (n-1)/n x. */
 #define HIAR_IPC_PUSH_MAX (1024 * 1024)
@@ -58,7 +63,8 @@ typedef struct {
     size_t slot_bytes;  /* HIAR_BUFFER_SIZE, 0 = default */
     int host_ngroups, host_nshards; /* the host side's grouping */
     int device;         /* device buffers */
-    int ipc;            /* device buffers: this rank's group has the CUDA IPC transport */
+    int ipc;            /* device buffers: this rank's group runs kernels (CUDA IPC or pinned host memory) */
+    int pinned;         /* ... through pinned host memory */
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
     int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */

@@ -275,6 +275,23 @@ Test(plan, device_between)
     }
 }
 
+/* A group through pinned host memory: LL only up to 16 KB (polled over PCIe), then push. */
+Test(plan, pinned_group)
+{
+    hiar_plan_input_t in = {0};
+
+    in.nranks = 2;
+    in.ngroups = in.host_ngroups = 1;
+    in.device = in.ipc = in.pinned = 1;
+    in.ipc_ll_max = 512 * K;
+    in.bytes = HIAR_PINNED_LL_MAX;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
+    in.bytes = HIAR_PINNED_LL_MAX + 2;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.oneshot_max = 64 * K;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
+}
+
 Test(plan, names)
 {
     const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI,
