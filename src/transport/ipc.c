@@ -18,14 +18,14 @@
 /* What the P2P probe writes; the allocation starts zeroed, so it cannot be stale. */
 #define PROBE_TOKEN 0x6869617270327000ull
 
-static int ipc_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
+int hiar_kernels_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
 {
     if (cfg->all_gpu && t->local_size >= 2 && t->local_size <= HIAR_IPC_MAX_GROUP)
         return 1;
     snprintf(why, len, "staged through host memory: %s",
              t->local_size < 2 ? "the group has one rank"
              : !cfg->all_gpu   ? "not every rank of the group has a GPU"
-                               : "CUDA IPC groups have at most 8 ranks");
+                               : "GPU groups have at most 8 ranks");
     return 0;
 }
 
@@ -167,7 +167,7 @@ static void ipc_teardown(void *state, const hiar_tier_t *t, int flags)
 
 const hiar_transport_t hiar_transport_ipc = {
     .name = "ipc",
-    .usable = ipc_usable,
+    .usable = hiar_kernels_usable,
     .setup = ipc_setup,
     .run = hiar_kernels_run,
     .max_bytes = hiar_transport_unbounded,

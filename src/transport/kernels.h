@@ -10,6 +10,9 @@
 #include "cuda/api.h"
 #include "transport/transport.h"
 
+/* Usable for a group of 2 to 8 ranks that all have a GPU. */
+int hiar_kernels_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len);
+
 /* Collective over the group: every rank writes a token into every peer's buffers and reads back its peers'. */
 hiar_result_t hiar_kernels_probe(hiar_ipc_t *ipc, MPI_Comm group);
 

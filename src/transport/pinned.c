@@ -19,17 +19,6 @@
 #include "transport/kernels.h"
 #include "transport/segment.h"
 
-static int pinned_usable(const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why, size_t len)
-{
-    if (cfg->all_gpu && t->local_size >= 2 && t->local_size <= HIAR_IPC_MAX_GROUP)
-        return 1;
-    snprintf(why, len, "staged through host memory: %s",
-             t->local_size < 2 ? "the group has one rank"
-             : !cfg->all_gpu   ? "not every rank of the group has a GPU"
-                               : "GPU groups have at most 8 ranks");
-    return 0;
-}
-
 /* The segment, pinned for CUDA on every rank of the group, or nothing (agreed). */
 static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg, char **dev, char *why, size_t len)
 {
@@ -110,7 +99,7 @@ static void pinned_teardown(void *state, const hiar_tier_t *t, int flags)
 
 const hiar_transport_t hiar_transport_pinned = {
     .name = "pinned",
-    .usable = pinned_usable,
+    .usable = hiar_kernels_usable,
     .setup = pinned_setup,
     .run = hiar_kernels_run,
     .max_bytes = hiar_transport_unbounded,
