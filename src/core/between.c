@@ -47,6 +47,14 @@ static void counterparts(const hiar_tier_t *t, int s, hiar_tier_t *out)
     out->group_comm = t->shard_comm[s]; /* borrowed: the device tier frees it */
 }
 
+#define BETWEEN_SLOT_MIN ((size_t)1 << 20)
+
+static size_t between_slot(size_t group_slot, int nshards)
+{
+    size_t slot = group_slot / (size_t)nshards;
+    return slot > BETWEEN_SLOT_MIN ? slot : BETWEEN_SLOT_MIN;
+}
+
 /*
  * Every owned shard, in shard order on every rank (each setup is collective
  * over its counterparts): CUDA IPC, else pinned host memory (only that with
@@ -59,9 +67,10 @@ static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_tr
     int ok = 1;
 
     /* A shard is at most a third of a slot of the group (hiar_ipc_hier_chunk), and the
-     * two-shot kernel takes half a slot at once: one chunk per shard. */
-    c.slot_bytes = cfg->slot_bytes / (size_t)t->nshards;
-    c.pinned_slot_bytes = cfg->pinned_slot_bytes / (size_t)t->nshards;
+     * two-shot kernel takes half a slot at once: one chunk per shard.  At least
+     * BETWEEN_SLOT_MIN, which the push kernel's ring needs (a tiny HIAR_BUFFER_SIZE). */
+    c.slot_bytes = between_slot(cfg->slot_bytes, t->nshards);
+    c.pinned_slot_bytes = between_slot(cfg->pinned_slot_bytes, t->nshards);
     c.all_gpu = 1;
     for (int s = 0; s < t->nshards; s++) {
         hiar_side_t *side = &b->shard[s];
@@ -108,14 +117,19 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
         snprintf(b->why, sizeof(b->why), "mpi through pinned host memory (%s)", why);
         return HIAR_SUCCESS;
     }
+    /* Agreed before any set of counterparts starts its collective setup. */
     b->shard = calloc((size_t)t->nshards, sizeof(*b->shard));
-    if (!b->shard)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between %d groups", t->groups.ngroups);
-    ok = connect_shards(b, t, cfg, pinned);
+    ok = b->shard != NULL;
+    if (!ok)
+        snprintf(b->why, sizeof(b->why), "mpi (cannot allocate the step between %d groups)", t->groups.ngroups);
     HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
+    if (ok) {
+        ok = connect_shards(b, t, cfg, pinned);
+        HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
+    }
     if (!ok) {
         if (!b->why[0])
-            snprintf(b->why, sizeof(b->why), "mpi (CUDA IPC between the counterparts of another rank failed)");
+            snprintf(b->why, sizeof(b->why), "mpi (neither CUDA IPC nor pinned host memory could connect the counterparts of another rank)");
         if (t->rank == 0)
             HIAR_WARN(IPC, "the step between groups goes over MPI through pinned host memory, blocking and not "
                            "capturable: %s", b->why);
@@ -136,6 +150,14 @@ void hiar_between_free(hiar_between_t *b, int flags)
     free(b->shard);
     b->shard = NULL;
     b->on_gpu = 0;
+}
+
+int hiar_between_pinned(const hiar_between_t *b)
+{
+    for (int s = 0; b->shard && s < b->nshards; s++)
+        if (b->shard[s].tp == &hiar_transport_pinned)
+            return 1;
+    return 0;
 }
 
 hiar_result_t hiar_between_status(const hiar_between_t *b)

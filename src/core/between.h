@@ -37,6 +37,9 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
 /* HIAR_TEARDOWN_* flags; collective over the shard communicators, in shard order. */
 void hiar_between_free(hiar_between_t *b, int flags);
 
+/* Whether a set of this rank's counterparts exchanges through pinned host memory. */
+int hiar_between_pinned(const hiar_between_t *b);
+
 /* HIAR_TIMEOUT once a kernel between groups gave up waiting. */
 hiar_result_t hiar_between_status(const hiar_between_t *b);
 void hiar_between_abort(hiar_between_t *b);

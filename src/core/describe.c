@@ -46,8 +46,9 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     hiar_comm_plan_input(comm, 1, 0, &in);
     hiar_plan_limits(&in, &l);
     if (in.ngroups == 1 && in.ipc)
-        EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes",
-             l.ipc_ll_max, l.ipc_push_max, l.ipc_slot);
+        EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes%s",
+             l.ipc_ll_max, l.ipc_push_max, in.pinned ? l.pinned_slot : l.ipc_slot,
+             in.pinned ? " (the kernels over pinned host memory)" : "");
     else if (in.ngroups == in.nranks && in.nranks > 1)
         EMIT(out, "  device paths: staged mpi (every rank alone)");
     else if (in.hier_ready && in.between_gpu)

@@ -192,6 +192,8 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
     }
+    gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);
+    HIAR_CHECK(hiar_net_max(env->mpi, &gpu->pinned, 1));
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
         hiar_topo_table(gpu->facts, &gpu->side.tier.groups, topo_log_line, NULL);
     warn_shared_without_mps(gpu);

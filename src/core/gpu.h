@@ -23,6 +23,7 @@ typedef struct hiar_gpu {
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
     int mixed;      /* several groups and some GPU shared by ranks: kernels of several kinds mix (agreed) */
     long long hier_slot; /* the smallest slot of any group's kernels (agreed; LLONG_MAX: none), for the chunks */
+    int pinned;          /* some group or set of counterparts uses pinned host memory (agreed): LL limits */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;

@@ -42,6 +42,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
      * largest group and the counterparts; then reduce-scatter, the shards
      * between groups, all-gather (three kernels). */
     hier = in->oneshot_max ? in->oneshot_max
+           : in->pinned    ? HIAR_PINNED_LL_MAX
                            : HIAR_IPC_ONESHOT_BUDGET / (size_t)(in->device_nshards > in->ngroups ? in->device_nshards
                                                                                                   : in->ngroups);
     out->device_hier_ll_max = hier < in->ipc_ll_max ? hier : in->ipc_ll_max;

@@ -580,9 +580,11 @@ static void capture_refused(hiar_comm_t *comm)
 
 /*
  * The last rank skips a call: the others' kernels give up after
- * HIAR_TIMEOUT_MS.  Over groups 0,1|2,3 rank 2 waits in its group's
- * reduce-scatter, ranks 0 and 1 in the step between groups (on the GPU, or
- * over MPI with HIAR_BETWEEN=mpi), for the shard rank 3 never brings.
+ * HIAR_TIMEOUT_MS.  Over groups 0,1|2,3 rank 2 waits for rank 3's packets in
+ * the one LL kernel of the latency path, in its group's part, and ranks 0
+ * and 1 in its part between groups (over MPI with HIAR_BETWEEN=mpi: rank 2
+ * in the host's shared memory, ranks 0 and 1 in the MPI step), for what
+ * rank 3 never brings.
  */
 static void timeout(const char *settings)
 {
@@ -698,7 +700,9 @@ int main(int argc, char **argv)
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 0, 0);
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 1, 0);
     one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 5 << 20, 0, 1);
-    /* One group, or several on one host exchanging on the GPU: kernels only, capturable. */
+    /* One group, or several on one host exchanging on the GPU: kernels only, capturable.  These
+     * runs put every rank on one host; a grouping whose step between groups fell back to MPI
+     * would fail here, as it should (the plan must not fall back on one host). */
     graph(comm, HIAR_FLOAT32, 1000);
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);

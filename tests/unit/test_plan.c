@@ -275,6 +275,26 @@ Test(plan, device_between)
     }
 }
 
+/* Pinned host memory somewhere in a comm of several groups (agreed): the latency path and LL between groups stop at 16 KB. */
+Test(plan, pinned_between)
+{
+    hiar_plan_input_t in = {0};
+    hiar_plan_t got;
+
+    in.nranks = 4;
+    in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = in.device_nshards = 2;
+    in.device = in.ipc = in.hier_ready = in.between_gpu = in.pinned = 1;
+    in.ipc_ll_max = 512 * K;
+    in.bytes = HIAR_PINNED_LL_MAX;
+    got = hiar_plan_choose(&in);
+    cr_expect(got.alg == HIAR_ALG_HIER_ONESHOT, "%s", hiar_plan_name(got));
+    in.bytes = 64 * K; /* 32 KB shards: push between groups, not LL */
+    got = hiar_plan_choose(&in);
+    cr_expect(got.alg == HIAR_ALG_HIER && got.between == HIAR_KERNEL_PUSH, "%s, between %d", hiar_plan_name(got),
+              got.between);
+}
+
 /* A group through pinned host memory: LL only up to 16 KB (polled over PCIe), then push. */
 Test(plan, pinned_group)
 {
