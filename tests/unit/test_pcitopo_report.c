@@ -90,6 +90,22 @@ static void collect(void *arg, const char *text)
     fprintf(out, "%s\n", text);
 }
 
+/* What hiar_topo_between writes for groups `spec` of facts (p2p as it takes it); the caller frees it. */
+static char *between_text(const hiar_topo_fact_t *facts, int n, const char *spec, const unsigned char *p2p)
+{
+    hiar_grouping_t g;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    cr_assert_eq(hiar_grouping_parse(spec, n, &g), HIAR_SUCCESS);
+    cr_assert_eq(hiar_topo_annotate(facts, p2p, &g), HIAR_SUCCESS);
+    hiar_topo_between(facts, p2p, &g, collect, out);
+    fclose(out);
+    hiar_grouping_free(&g);
+    return text;
+}
+
 /*
  * Between groups (hiar_topo_between): per pair of groups, every shard's two
  * owners (local index s % group size), the transport the topology allows,
@@ -100,29 +116,19 @@ Test(pcitopo, between_names_each_shards_owners_and_transport)
     hiar_topo_fact_t *facts;
     int n = load("seed-4gpu", machines[SEED].gpus, "host", &facts);
     unsigned char *none = NULL;
-    hiar_grouping_t g;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
+    char *even, *uneven;
 
-    cr_assert_eq(hiar_grouping_parse("0,1|2,3", n, &g), HIAR_SUCCESS);
-    cr_assert_eq(hiar_topo_annotate(facts, NULL, &g), HIAR_SUCCESS);
-    hiar_topo_between(facts, NULL, &g, collect, out);
-    hiar_grouping_free(&g);
-    /* 0|1,2,3 on the same host bridge pair, P2P refused everywhere: pinned host memory. */
-    cr_assert_eq(hiar_grouping_parse("0|1,2,3", n, &g), HIAR_SUCCESS);
+    even = between_text(facts, n, "0,1|2,3", NULL);
+    /* 0|1,2,3 with P2P refused everywhere: pinned host memory. */
     cr_assert_eq(hiar_topo_p2p_none(facts, n, &none), HIAR_SUCCESS);
-    cr_assert_eq(hiar_topo_annotate(facts, none, &g), HIAR_SUCCESS);
-    hiar_topo_between(facts, none, &g, collect, out);
-    fclose(out);
-    cr_expect(strstr(text, "between groups 0 and 1: shard 0: ranks 0 and 2, pinned (NUMA nodes 0 and 1"), "%s",
-              text);
-    cr_expect(strstr(text, "; shard 1: ranks 1 and 3, pinned ("), "%s", text);
-    cr_expect(strstr(text, "shard 0: ranks 0 and 1, pinned (same host bridge"), "%s", text);
-    cr_expect(strstr(text, "; shard 2: ranks 0 and 3, pinned ("), "%s", text);
-    free(text);
+    uneven = between_text(facts, n, "0|1,2,3", none);
+    cr_expect(strstr(even, "between groups 0 and 1: shard 0: ranks 0 and 2, pinned (NUMA nodes 0 and 1"), "%s", even);
+    cr_expect(strstr(even, "; shard 1: ranks 1 and 3, pinned ("), "%s", even);
+    cr_expect(strstr(uneven, "shard 0: ranks 0 and 1, pinned (same host bridge"), "%s", uneven);
+    cr_expect(strstr(uneven, "; shard 2: ranks 0 and 3, pinned ("), "%s", uneven);
+    free(even);
+    free(uneven);
     free(none);
-    hiar_grouping_free(&g);
     free(facts);
 }
 
@@ -131,25 +137,16 @@ Test(pcitopo, between_ipc_within_a_host_bridge_mpi_across_hosts)
 {
     hiar_topo_fact_t *facts;
     int n = load("seed-4gpu", machines[SEED].gpus, "host", &facts);
-    hiar_grouping_t g;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
+    char *near, *far;
 
-    cr_assert_eq(hiar_grouping_parse("0,2|1,3", n, &g), HIAR_SUCCESS);
-    cr_assert_eq(hiar_topo_annotate(facts, NULL, &g), HIAR_SUCCESS);
-    hiar_topo_between(facts, NULL, &g, collect, out);
+    near = between_text(facts, n, "0,2|1,3", NULL);
     snprintf(facts[2].host_id, sizeof(facts[2].host_id), "other");
     snprintf(facts[3].host_id, sizeof(facts[3].host_id), "other");
-    hiar_grouping_free(&g);
-    cr_assert_eq(hiar_grouping_parse("0,1|2,3", n, &g), HIAR_SUCCESS);
-    cr_assert_eq(hiar_topo_annotate(facts, NULL, &g), HIAR_SUCCESS);
-    hiar_topo_between(facts, NULL, &g, collect, out);
-    fclose(out);
-    cr_expect(strstr(text, "shard 0: ranks 0 and 1, ipc (same host bridge"), "%s", text);
-    cr_expect(strstr(text, "shard 1: ranks 2 and 3, ipc ("), "%s", text);
-    cr_expect(strstr(text, "shard 0: ranks 0 and 2, mpi ("), "%s", text);
-    free(text);
-    hiar_grouping_free(&g);
+    far = between_text(facts, n, "0,1|2,3", NULL);
+    cr_expect(strstr(near, "shard 0: ranks 0 and 1, ipc (same host bridge"), "%s", near);
+    cr_expect(strstr(near, "shard 1: ranks 2 and 3, ipc ("), "%s", near);
+    cr_expect(strstr(far, "shard 0: ranks 0 and 2, mpi ("), "%s", far);
+    free(near);
+    free(far);
     free(facts);
 }
