@@ -15,7 +15,7 @@
 
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
-       OPT_FLAT, OPT_OVERLAP };
+       OPT_FLAT, OPT_OVERLAP, OPT_JSON };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -62,6 +62,8 @@ void bench_usage(FILE *out)
             "  --impl LIST  comma list of hiar, mpi, nccl (default hiar,mpi, plus nccl with\n"
             "               device buffers when built with NCCL)\n"
             "  --csv        CSV rows on stdout, '#' lines on stderr\n"
+            "  --json       one JSON object per row and implementation on stdout, '#' lines\n"
+            "               on stderr (scripts/hiar-plot draws them)\n"
             "  --no-check   skip the result check\n"
             "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
             "  --inplace    sendbuf == recvbuf\n"
@@ -208,6 +210,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
             return bad(err, "--impl '%s': expected a comma list of hiar, mpi, nccl", arg);
         return 0;
     case OPT_CSV: o->csv = 1; return 0;
+    case OPT_JSON: o->json = 1; return 0;
     case OPT_NO_CHECK: o->check = 0; return 0;
     case OPT_GRAPH: o->graph = 1; return 0;
     case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
@@ -247,7 +250,7 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"inplace", no_argument, NULL, OPT_INPLACE},   {"help", no_argument, NULL, 'h'},
         {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
         {"register", no_argument, NULL, OPT_REGISTER}, {"flat", no_argument, NULL, OPT_FLAT},
-        {"overlap", no_argument, NULL, OPT_OVERLAP},
+        {"overlap", no_argument, NULL, OPT_OVERLAP}, {"json", no_argument, NULL, OPT_JSON},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -313,6 +316,8 @@ int bench_resolve_mode(bench_t *b, char *err)
     if (!b->device && o->graph)
         return bad(err, "--graph needs device buffers (-m device)%s",
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (o->csv && o->json)
+        return bad(err, "--csv and --json: choose one");
     if (o->overlap && (!b->device || o->graph))
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))

@@ -174,6 +174,31 @@ void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res)
     fflush(stdout);
 }
 
+void bench_print_json_rows(const bench_t *b, size_t count, const result_t *res)
+{
+    for (int i = 0; i < IMPL_COUNT; i++) {
+        const result_t *r = &res[i];
+        size_t bytes;
+        int nranks;
+        if (!has(b, i))
+            continue;
+        reduced_size(b, i, count, &bytes, &nranks);
+        printf("{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
+               "\"mode\":\"%s\",", count * b->esize, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
+               bench_impls[i].name, b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
+        if (r->status == RUN_OK)
+            printf("\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us,
+                   algbw(bytes, r->time_us), busbw(nranks, bytes, r->time_us));
+        else
+            printf("\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
+        if (r->status == RUN_OK && r->wrong >= 0)
+            printf("\"wrong\":%lld}\n", r->wrong);
+        else
+            printf("\"wrong\":null}\n");
+    }
+    fflush(stdout);
+}
+
 void bench_print_footer(const bench_t *b, const totals_t *totals)
 {
     for (int i = 0; i < IMPL_COUNT; i++) {
@@ -304,7 +329,7 @@ void bench_print_header(const bench_t *b)
         print_describe(b);
     if (b->rank == 0 && b->opt.csv)
         printf("size_bytes,count,dtype,op,impl,time_us,algbw_GBps,busbw_GBps,wrong\n");
-    else if (b->rank == 0)
+    else if (b->rank == 0 && !b->opt.json)
         print_table_header(b);
     if (b->rank == 0)
         fflush(NULL);

@@ -23,6 +23,8 @@ void bench_account(totals_t *t, const bench_t *b, int impl, size_t count, const 
 void bench_print_header(const bench_t *b);
 void bench_print_row(const bench_t *b, size_t count, const result_t *res);
 void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res);
+/* The same as JSON lines: {"size_bytes":..,"impl":"hiar","time_us":..,...}; null where n/a. */
+void bench_print_json_rows(const bench_t *b, size_t count, const result_t *res);
 void bench_print_footer(const bench_t *b, const totals_t *totals);
 
 #endif

@@ -46,7 +46,7 @@ typedef struct {
     int iters, warmup;
     bench_mode_t mode;
     unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
-    int csv, check, graph, inplace;
+    int csv, json, check, graph, inplace; /* csv, json: rows on stdout, '#' lines on stderr */
     int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
     int split;      /* also time hiar's parts: intra, inter, flat */
     int flat_only;  /* --flat: of the parts, flat only */
@@ -82,7 +82,7 @@ typedef struct {
     int mpi_staged;  /* MPI sees device data through b->host */
     int dead[IMPL_COUNT];            /* failed once: not run again */
     char na_reason[IMPL_COUNT][256]; /* why an implementation showed n/a */
-    FILE *info; /* '#' lines: stdout, or stderr with --csv */
+    FILE *info; /* '#' lines: stdout, or stderr with --csv or --json */
     double copy_gbps;   /* device buffers: rank 0's pinned device-to-host copy, the reference line */
     size_t copy_bytes;
 #ifdef HIAR_HAVE_CUDA

@@ -365,7 +365,7 @@ static void setup(bench_t *b)
     hiar_result_t rc;
 
     b->esize = hiar_dtype_size(o->dtype);
-    b->info = o->csv ? stderr : stdout;
+    b->info = o->csv || o->json ? stderr : stdout;
 #ifdef HIAR_HAVE_CUDA
     if (b->device)
         bench_device_setup(b);
@@ -437,7 +437,7 @@ static int run_sizes(bench_t *b)
             bench_account(&totals[i], b, i, count, &res[i]);
         }
         if (count > 0 && b->rank == 0)
-            (o->csv ? bench_print_csv_rows : bench_print_row)(b, count, res);
+            (o->csv ? bench_print_csv_rows : o->json ? bench_print_json_rows : bench_print_row)(b, count, res);
         if (size > o->max_bytes / (size_t)o->factor)
             break;
     }
