@@ -149,54 +149,77 @@ void bench_print_row(const bench_t *b, size_t count, const result_t *res)
     fflush(stdout);
 }
 
-/* size_bytes and count: the message; algbw and busbw: what the implementation reduced. */
-void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res)
+/*
+ * One implementation's result in a machine-readable row.  size_bytes and
+ * count: the message; algbw and busbw: what the implementation reduced;
+ * time 0 where n/a, wrong -1 where not known.
+ */
+typedef struct {
+    size_t bytes, count;
+    const char *impl;
+    int ok;
+    double time_us, algbw, busbw;
+    long long wrong;
+} row_t;
+
+static void csv_row(const bench_t *b, const row_t *r)
+{
+    printf("%zu,%zu,%s,%s,%s,", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), r->impl);
+    if (r->ok)
+        printf("%.3f,%.4f,%.4f,", r->time_us, r->algbw, r->busbw);
+    else
+        printf("n/a,n/a,n/a,");
+    if (r->wrong >= 0)
+        printf("%lld\n", r->wrong);
+    else
+        printf("n/a\n");
+}
+
+static void json_row(const bench_t *b, const row_t *r)
+{
+    printf("{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
+           "\"mode\":\"%s\",", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), r->impl,
+           b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
+    if (r->ok)
+        printf("\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
+    else
+        printf("\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
+    if (r->wrong >= 0)
+        printf("\"wrong\":%lld}\n", r->wrong);
+    else
+        printf("\"wrong\":null}\n");
+}
+
+static void print_rows(const bench_t *b, size_t count, const result_t *res,
+                       void (*print)(const bench_t *b, const row_t *r))
 {
     for (int i = 0; i < IMPL_COUNT; i++) {
         const result_t *r = &res[i];
+        row_t row = {count * b->esize, count, bench_impls[i].name, r->status == RUN_OK, 0.0, 0.0, 0.0, -1};
         size_t bytes;
         int nranks;
         if (!has(b, i))
             continue;
         reduced_size(b, i, count, &bytes, &nranks);
-        printf("%zu,%zu,%s,%s,%s,", count * b->esize, count, hiar_dtype_name(b->opt.dtype),
-               hiar_op_name(b->opt.op), bench_impls[i].name);
-        if (r->status == RUN_OK)
-            printf("%.3f,%.4f,%.4f,", r->time_us, algbw(bytes, r->time_us),
-                   busbw(nranks, bytes, r->time_us));
-        else
-            printf("n/a,n/a,n/a,");
-        if (r->status == RUN_OK && r->wrong >= 0)
-            printf("%lld\n", r->wrong);
-        else
-            printf("n/a\n");
+        if (row.ok) {
+            row.time_us = r->time_us;
+            row.algbw = algbw(bytes, r->time_us);
+            row.busbw = busbw(nranks, bytes, r->time_us);
+            row.wrong = r->wrong;
+        }
+        print(b, &row);
     }
     fflush(stdout);
 }
 
+void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res)
+{
+    print_rows(b, count, res, csv_row);
+}
+
 void bench_print_json_rows(const bench_t *b, size_t count, const result_t *res)
 {
-    for (int i = 0; i < IMPL_COUNT; i++) {
-        const result_t *r = &res[i];
-        size_t bytes;
-        int nranks;
-        if (!has(b, i))
-            continue;
-        reduced_size(b, i, count, &bytes, &nranks);
-        printf("{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
-               "\"mode\":\"%s\",", count * b->esize, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
-               bench_impls[i].name, b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
-        if (r->status == RUN_OK)
-            printf("\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us,
-                   algbw(bytes, r->time_us), busbw(nranks, bytes, r->time_us));
-        else
-            printf("\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
-        if (r->status == RUN_OK && r->wrong >= 0)
-            printf("\"wrong\":%lld}\n", r->wrong);
-        else
-            printf("\"wrong\":null}\n");
-    }
-    fflush(stdout);
+    print_rows(b, count, res, json_row);
 }
 
 void bench_print_footer(const bench_t *b, const totals_t *totals)

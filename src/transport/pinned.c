@@ -19,6 +19,12 @@
 #include "transport/kernels.h"
 #include "transport/segment.h"
 
+static void release_segment(void *seg, size_t bytes)
+{
+    hiar_cuda_host_unregister(seg);
+    munmap(seg, bytes);
+}
+
 /* The segment, pinned for CUDA on every rank of the group, or nothing (agreed). */
 static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg, char **dev, char *why, size_t len)
 {
@@ -36,8 +42,7 @@ static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg,
     snprintf(why, len, "staged through host memory: the pinned-host transport could not pin %zu bytes (%s); raise "
              "the locked-memory limit (ulimit -l unlimited; docker: --ulimit memlock=-1) or lower HIAR_BUFFER_SIZE",
              bytes, hiar_last_error());
-    hiar_cuda_host_unregister(*seg);
-    munmap(*seg, bytes);
+    release_segment(*seg, bytes);
     return rc;
 }
 
@@ -69,10 +74,8 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
         /* Not collective: a peer whose buffers failed has no state to tear down.  No kernel ran yet. */
         if (ipc)
             hiar_transport_pinned.teardown(ipc, t, 0);
-        else {
-            hiar_cuda_host_unregister(seg);
-            munmap(seg, bytes);
-        }
+        else
+            release_segment(seg, bytes);
         return rc;
     }
     snprintf(why, len, "pinned host memory (%d x %zu bytes of /dev/shm registered with CUDA, read and written by "
@@ -93,8 +96,7 @@ static void pinned_teardown(void *state, const hiar_tier_t *t, int flags)
     seg = hiar_ipc_segment(state, &bytes);
     hiar_kernels_quiesce(state, t, flags);
     hiar_ipc_destroy(state);
-    hiar_cuda_host_unregister(seg);
-    munmap(seg, bytes);
+    release_segment(seg, bytes);
 }
 
 const hiar_transport_t hiar_transport_pinned = {
