@@ -124,19 +124,12 @@ int hiar_ipc_norm_per_sm(void)
     return fewest > 0 ? fewest : 1;
 }
 
-/* Blocks of the unfused norm: a row each, as many as the rows up to two per SM's worth. */
-#define NORM_ROWS_BLOCKS 264
-
 extern "C" hiar_result_t hiar_cuda_norm(const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
-    size_t rows = c->count / nm.hidden;
-    unsigned blocks = (unsigned)(rows < NORM_ROWS_BLOCKS ? rows : NORM_ROWS_BLOCKS);
-    unsigned threads = norm_threads((nm.row_bytes + HIAR_UNIT - 1) / HIAR_UNIT);
     cudaError_t err = dispatch_pair(c, [&](auto t, auto w) {
-        norm_rows<decltype(t), decltype(w)><<<blocks, threads, 0, (cudaStream_t)c->stream>>>(nm, (char *)c->recvbuf,
-                                                                                              rows);
-        return cudaGetLastError();
+        return norm_rows_launch<decltype(t), decltype(w)>(nm, (char *)c->recvbuf, c->count / nm.hidden,
+                                                          (cudaStream_t)c->stream);
     });
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "RMSNorm kernel launch");
 }

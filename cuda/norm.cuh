@@ -128,4 +128,17 @@ static inline unsigned norm_threads(size_t units)
     return (unsigned)(t < HIAR_THREADS ? t : HIAR_THREADS);
 }
 
+/* Blocks of norm_rows: one per row, up to this many (then rows in turn). */
+#define NORM_ROWS_BLOCKS (1u << 20)
+
+/* norm_rows on stream: the unfused path's norm (and the benchmark's). */
+template <typename T, typename W>
+static cudaError_t norm_rows_launch(const norm_row_args &nm, char *x, size_t rows, cudaStream_t stream)
+{
+    unsigned blocks = (unsigned)(rows < NORM_ROWS_BLOCKS ? rows : NORM_ROWS_BLOCKS);
+
+    norm_rows<T, W><<<blocks, norm_threads((nm.row_bytes + HIAR_UNIT - 1) / HIAR_UNIT), 0, stream>>>(nm, x, rows);
+    return cudaGetLastError();
+}
+
 #endif
