@@ -4,7 +4,8 @@
  * hidden] followed by residual add and RMSNorm, L layers captured in one
  * CUDA graph and replayed, as a serving engine replays its decode graph.
  * Columns: hiar_allreduce_rmsnorm (fused where hiar can: one kernel), hiar
- * allreduce then the norm kernel (bench-norm.cu), NCCL then the same kernel.
+ * allreduce then the norm kernel (bench-norm.cu), NCCL then the same kernel,
+ * and hiar_allreduce alone (what the fused kernel cannot go below).
  * Each is checked once, eagerly, against a reference in double.
  */
 #include "config.h"
@@ -20,8 +21,9 @@
 
 #define EPS 1e-6f
 
-enum { DEC_FUSED, DEC_UNFUSED, DEC_NCCL, DEC_COUNT };
-static const char *const dec_names[DEC_COUNT] = {"hiar fused", "hiar+norm", "nccl+norm"};
+/* DEC_SUM: hiar_allreduce alone, the floor under both hiar columns (not checked: no norm). */
+enum { DEC_FUSED, DEC_UNFUSED, DEC_NCCL, DEC_SUM, DEC_COUNT };
+static const char *const dec_names[DEC_COUNT] = {"hiar fused", "hiar+norm", "nccl+norm", "hiar AR only"};
 
 typedef struct {
     size_t tokens, hidden, n, bytes;
@@ -120,8 +122,11 @@ static int step(bench_t *b, int impl, const step_t *s)
     if (impl == DEC_FUSED)
         return hiar_allreduce_rmsnorm(s->in, s->res, s->w, s->out, s->tokens, s->hidden, t, t, EPS, 0, b->comm,
                                       b->stream) != HIAR_SUCCESS;
-    if (impl == DEC_UNFUSED && hiar_allreduce(s->in, s->out, s->n, t, HIAR_SUM, b->comm, b->stream) != HIAR_SUCCESS)
+    if ((impl == DEC_UNFUSED || impl == DEC_SUM) &&
+        hiar_allreduce(s->in, s->out, s->n, t, HIAR_SUM, b->comm, b->stream) != HIAR_SUCCESS)
         return 1;
+    if (impl == DEC_SUM)
+        return 0;
 #ifdef HIAR_HAVE_NCCL
     if (impl == DEC_NCCL && ncclAllReduce(s->in, s->out, s->n, t == HIAR_FLOAT32 ? ncclFloat32
                                                                 : t == HIAR_FLOAT16 ? ncclFloat16 : ncclBfloat16,
@@ -190,7 +195,7 @@ static void shape(bench_t *b, size_t tokens, size_t hidden, int *bad)
 {
     step_t s = {tokens, hidden, tokens * hidden, tokens * hidden * b->esize, NULL, NULL, NULL, NULL, NULL};
     double us[DEC_COUNT], worst = 0;
-    int run[DEC_COUNT] = {has(b, IMPL_HIAR), has(b, IMPL_HIAR), has(b, IMPL_NCCL)};
+    int run[DEC_COUNT] = {has(b, IMPL_HIAR), has(b, IMPL_HIAR), has(b, IMPL_NCCL), has(b, IMPL_HIAR)};
 
     s.in = bench_alloc(b, s.bytes, 0);
     s.res = bench_alloc(b, s.bytes, 0);
@@ -202,7 +207,7 @@ static void shape(bench_t *b, size_t tokens, size_t hidden, int *bad)
     fill(b, s.w, hidden, 2000, 1);
     bench_copy(b, s.res0, s.res, s.bytes);
     for (int i = 0; i < DEC_COUNT; i++) {
-        double e = run[i] ? run_checked(b, i, &s) : 0;
+        double e = run[i] && i != DEC_SUM ? run_checked(b, i, &s) : 0;
         us[i] = run[i] && e >= 0 ? time_graph(b, i, &s) : -1;
         *bad |= run[i] && (e < 0 || !(e <= 1) || us[i] < 0);
         worst = e > worst ? e : worst;
@@ -236,8 +241,8 @@ int bench_decode(bench_t *b)
                b->nranks, hiar_dtype_name(b->opt.dtype), b->opt.layers, b->opt.iters);
         printf("# tok/s: tokens per second if the steps were all of a decode step; check: largest error over the "
                "bound (<= 1)\n");
-        printf("%8s %7s %12s %12s %12s %9s %10s %12s  %s\n", "tokens", "hidden", dec_names[0], dec_names[1],
-               dec_names[2], "fused/unf", "fused/nccl", "fused tok/s", "check");
+        printf("%8s %7s %12s %12s %12s %12s %9s %10s %12s  %s\n", "tokens", "hidden", dec_names[0], dec_names[1],
+               dec_names[2], dec_names[3], "fused/unf", "fused/nccl", "fused tok/s", "check");
     }
     for (int h = 0; h < b->opt.nhidden; h++)
         for (int t = 0; t < b->opt.ntokens; t++)

@@ -16,10 +16,15 @@
  * every row's outcome (__syncthreads_or) before they use it, so a block
  * that gives up (timeout, abort) gives up whole.
  *
- * Why slices: a block per row put a decode step of 1-4 tokens on 1-4 SMs;
- * measured on one H200, 2 ranks under MPS, bf16, in CUDA graphs, us per
- * step, fused against allreduce + norm kernel: hidden 4096 1 token 5.64 /
- * 5.73, 4 tokens 5.77 / 6.14; hidden 8192 9.31 / 7.62, 9.67 / 7.79.
+ * Slices: a block per row put a decode step of 1-4 tokens on 1-4 SMs, but
+ * trading partial sums costs about a microsecond (L2 round trips), so a row
+ * is cut only where a block of HIAR_THREADS would move more than a packet
+ * per thread.  Measured on one H200, 2 ranks under MPS, bf16, in CUDA
+ * graphs, us per step of the fused kernel: hidden 8192 (2048 flagged
+ * packets a row), 1 token: one block 9.31, 16 slices 7.76; 4 tokens 9.67,
+ * 8.08; 32 tokens (1024 data-only packets) 7.64, 4 slices 6.99; hidden
+ * 4096, 16 tokens (512 packets): one block 4.80, 8 slices 5.47; 64 tokens
+ * 5.61, 2 slices 6.61.
  *
  * Unfused: norm_rows (cuda/norm.cuh) after the allreduce, on the stream.
  */
@@ -27,8 +32,8 @@
 #include "ll.cuh"
 #include "norm.cuh"
 
-/* Packets of a slice: about what one thread of the plain LL kernel's 128-thread blocks moves per block. */
-#define NORM_SLICE_PACKETS 128
+/* Packets of a slice: one per thread of a full block (see above). */
+#define NORM_SLICE_PACKETS HIAR_THREADS
 
 /*
  * The row's sum of squares from its `slices` blocks' partials (this block's
@@ -117,7 +122,7 @@ static norm_row_args row_args(const hiar_call_t *c)
 }
 
 /*
- * Slices per row: with few rows, as many blocks per row as give each about
+ * Slices per row: as many blocks per row as give each at most
  * NORM_SLICE_PACKETS packets, while rows x slices blocks fit the LL cap
  * (so a block has one row); else one.
  */
