@@ -16,12 +16,27 @@ os.environ.setdefault("HIAR_DEBUG", "INFO")
 _world = None
 
 
+def _select_gpu():
+    """With CUDA torch: this rank's GPU (local rank modulo the GPUs), current before any hiar.Comm."""
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available():
+        from mpi4py import MPI
+
+        local = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
+        torch.cuda.set_device(local.rank % torch.cuda.device_count())
+        local.Free()
+
+
 def world():
     """One hiar.Comm over MPI.COMM_WORLD for the tests of this process (closed at exit by hiar)."""
     global _world
     import hiar
 
     if _world is None or _world.closed:
+        _select_gpu()
         _world = hiar.Comm()
     return _world
 

@@ -100,3 +100,18 @@ def train_ddp():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def check_ddp(device, steps=10):
+    """DDP with the hiar hook learns the same loss curve as DDP without it (gloo averages)."""
+    import torch.distributed as dist
+
+    import hiar.torch
+
+    train = train_ddp().train
+    if not dist.is_initialized():
+        hiar.torch.init_process_group("gloo")
+    plain, _ = train(None, device, steps=steps)
+    hooked, _ = train((world(), hiar.torch.allreduce_hook), device, steps=steps)
+    assert torch.allclose(hooked, plain, rtol=1e-5, atol=1e-6), (hooked, plain)
+    assert plain[-1] < plain[0], plain  # it learns
