@@ -71,6 +71,8 @@ def train(hook, device, steps, width=64, depth=2, batch=32, seed=0, process_grou
     hook: None (DDP's own averaging) or (state, hook) for register_comm_hook.
     """
     device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(seed)
     model = make_model(width, depth).to(device)
     ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None, process_group=process_group)

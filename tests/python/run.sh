@@ -40,6 +40,9 @@ if [ -n "$gpu" ] && ! "$python" -c "import torch, sys; sys.exit(not torch.cuda.i
     echo "SKIP: $python's torch sees no CUDA device"
     exit 77
 fi
+# Outside make check (which sets it): the mpirun on PATH.
+MPIRUN=${MPIRUN:-mpirun}
+export MPIRUN
 src=$(cd "$srcdir" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 PYTHONPATH="$src/python:$src/tests/python${PYTHONPATH:+:$PYTHONPATH}"
