@@ -55,5 +55,18 @@ def value_range(op, signed):
     return (-3, 4) if signed else (0, 4)
 
 
+class DLPackOnly:
+    """An array that speaks DLPack only (as JAX's), over a NumPy or CuPy array."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
 def failures_message(failed):
     return "%d cases failed: %s" % (len(failed), "; ".join(failed[:10]))

@@ -10,7 +10,7 @@ if not torch.cuda.is_available():
     skip("torch sees no CUDA device")
 
 from . import _torch_cases as cases
-from . import world
+from . import DLPackOnly, world
 
 # Up to twoshot: 300000 float32 are 1.2 MB, over the IPC one-shot limit (1 MB over the ranks).
 COUNTS = [1, 7, 1000, 40000, 300000]
@@ -78,17 +78,6 @@ def _cupy():
     except ImportError:
         skip("cupy is not importable")
     return cupy
-
-
-class DLPackOnly:
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, stream=None):
-        return self.a.__dlpack__(stream=stream)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
 
 
 def test_cupy_cuda_array_interface_and_dlpack():

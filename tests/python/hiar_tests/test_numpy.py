@@ -5,7 +5,7 @@ import numpy as np
 import hiar
 from mpi4py import MPI
 
-from . import failures_message, value_range, world
+from . import DLPackOnly, failures_message, value_range, world
 
 DTYPES = [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 OPS = ["sum", "prod", "min", "max", "avg"]
@@ -62,19 +62,6 @@ def test_multidimensional_and_op_enum():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * (comm.rank + 1)
     comm.allreduce(x, op=hiar.Op.MAX)
     assert np.array_equal(x, np.arange(24, dtype=np.float32).reshape(2, 3, 4) * comm.size)
-
-
-class DLPackOnly:
-    """An array that speaks DLPack only (as JAX's), over a NumPy array."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, stream=None):
-        return self.a.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
 
 
 def test_dlpack():
