@@ -3,6 +3,7 @@
     import hiar
     with hiar.Comm() as comm:            # over mpi4py's MPI.COMM_WORLD
         comm.allreduce(tensor)           # in place, sum; op="avg", out=...
+        comm.allreduce_rmsnorm(h, w, residual=res)   # + residual add + RMSNorm
 
 hiar.torch has the DDP communication hooks.  doc/python.md has the rest.
 """

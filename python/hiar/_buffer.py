@@ -13,10 +13,10 @@ from collections import namedtuple
 
 from ._lib import Dtype
 
-# ptr: int; count: elements; dtype: Dtype; cuda: True for device memory;
-# stream: a cudaStream_t as int (0: the legacy default) or None (host);
-# keep: what must stay alive while hiar reads the buffer.
-Buffer = namedtuple("Buffer", "ptr count dtype cuda stream readonly keep")
+# ptr: int; count: elements; shape: a tuple; dtype: Dtype; cuda: True for
+# device memory; stream: a cudaStream_t as int (0: the legacy default) or
+# None (host); keep: what must stay alive while hiar reads the buffer.
+Buffer = namedtuple("Buffer", "ptr count shape dtype cuda stream readonly keep")
 
 # NumPy type strings (byte order stripped) of the dtypes hiar has; NumPy has no bfloat16.
 _TYPESTR = {"i4": Dtype.INT32, "i8": Dtype.INT64, "f2": Dtype.FLOAT16, "f4": Dtype.FLOAT32,
@@ -72,7 +72,7 @@ def _torch_buffer(name, t, stream):
         stream = sys.modules["torch"].cuda.current_stream(t.device).cuda_stream
     elif t.device.type != "cpu" and not cuda:
         raise TypeError("hiar: %s is on %s; hiar takes CPU and CUDA tensors" % (name, t.device))
-    return Buffer(t.data_ptr(), t.numel(), dtype, cuda, stream if cuda else None, False, t)
+    return Buffer(t.data_ptr(), t.numel(), tuple(t.shape), dtype, cuda, stream if cuda else None, False, t)
 
 
 def _interface_buffer(name, obj, iface, cuda, stream):
@@ -88,7 +88,7 @@ def _interface_buffer(name, obj, iface, cuda, stream):
     if cuda and stream is None:
         s = iface.get("stream")
         stream = {None: 0, _CAI_LEGACY: 0, _CAI_PER_THREAD: _PER_THREAD_STREAM}.get(s, s)
-    return Buffer(ptr or 0, _prod(shape), dtype, cuda, stream if cuda else None, bool(readonly), obj)
+    return Buffer(ptr or 0, _prod(shape), shape, dtype, cuda, stream if cuda else None, bool(readonly), obj)
 
 
 class _DLDevice(ctypes.Structure):
@@ -128,7 +128,7 @@ def _dlpack_buffer(name, obj, stream):
     if t.strides:
         _refuse_strided(name, shape, [t.strides[i] * itemsize for i in range(t.ndim)], itemsize)
     ptr = (t.data or 0) + t.byte_offset
-    return Buffer(ptr, _prod(shape), dtype, cuda, stream if cuda else None, False, (obj, capsule))
+    return Buffer(ptr, _prod(shape), tuple(shape), dtype, cuda, stream if cuda else None, False, (obj, capsule))
 
 
 def describe(name, obj, stream=None):

@@ -79,7 +79,12 @@ _PROTOTYPES = {
     "hiar_comm_rank": (_c.c_int, [_COMM, _INT_P]),
     "hiar_comm_size": (_c.c_int, [_COMM, _INT_P]),
     "hiar_allreduce": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_size_t, _c.c_int, _c.c_int, _COMM, _c.c_void_p]),
+    "hiar_allreduce_rmsnorm": (_c.c_int, [_c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_void_p, _c.c_size_t,
+                                          _c.c_size_t, _c.c_int, _c.c_int, _c.c_float, _c.c_uint, _COMM,
+                                          _c.c_void_p]),
 }
+# hiar_allreduce_rmsnorm's flags.
+RMSNORM_GEMMA = 1
 
 
 def _pkg_config_libdir():

@@ -3,7 +3,7 @@ import atexit
 import ctypes
 
 from . import _buffer, _log
-from ._lib import Config, Dtype, Op, Result, check, lib
+from ._lib import RMSNORM_GEMMA, Config, Dtype, Op, Result, check, lib
 
 _OPS = {op.name.lower(): op for op in Op}
 # Comms still open, in creation order (the same on every rank): closed at exit.
@@ -46,6 +46,10 @@ def _close_all_at_exit():
     while _open:
         _open[-1].close()
     _log.uninstall()
+
+
+def _memory(buf):
+    return "device" if buf.cuda else "host"
 
 
 def _closed_error():
@@ -102,20 +106,50 @@ class Comm:
         """
         hop = _op(op)
         src = _buffer.describe("x", x, stream)
-        dst = src if out is None or out is x else _buffer.describe("out", out, stream if stream is not None else src.stream)
-        if dst.readonly:
-            raise ValueError("hiar: %s is read-only; hiar writes the result into it" % ("x" if out is None else "out"))
-        if (dst.dtype, dst.count, dst.cuda) != (src.dtype, src.count, src.cuda):
-            raise ValueError("hiar: out must be like x: x is %d %s in %s memory, out %d %s in %s memory"
-                             % (src.count, Dtype(src.dtype).name.lower(), "device" if src.cuda else "host",
-                                dst.count, Dtype(dst.dtype).name.lower(), "device" if dst.cuda else "host"))
+        dst = self._output("out", out, x, src)
         check("hiar_allreduce", lib().hiar_allreduce(src.ptr, dst.ptr, src.count, src.dtype, hop, self._live(),
                                                      src.stream))
         return x if out is None else out
 
-    # ---- Issue 18: the fused allreduce + RMSNorm entry of the C API (its name and
-    # signature are not final) goes here, as a method over the same _buffer.describe()
-    # of x, the weight and the output, once src/hiar.h has it.
+    def allreduce_rmsnorm(self, x, weight, eps=1e-6, residual=None, out=None, gemma=False, stream=None):
+        """Allreduce + residual add + RMSNorm in one call (hiar_allreduce_rmsnorm); returns the array written.
+
+        x: [..., hidden] (the last dimension is normalised, the others are
+        tokens), float32, float16 or bfloat16; weight: hidden elements of one
+        of those; residual (None or like x) becomes residual + sum(x);
+        out = r / sqrt(mean(r^2) + eps) * weight (1 + weight with gemma), r
+        the (residual +) sum, into out (None: into x).  Streams and memory as
+        allreduce.
+        """
+        src = _buffer.describe("x", x, stream)
+        hidden = src.shape[-1] if src.shape else 1
+        w = _buffer.describe("weight", weight, src.stream)
+        if w.count != hidden or w.cuda != src.cuda:
+            raise ValueError("hiar: weight must be %d elements (x's last dimension) in %s memory; it is %d in %s memory"
+                             % (hidden, _memory(src), w.count, _memory(w)))
+        res = self._output("residual", residual, None, src) if residual is not None else None
+        dst = self._output("out", out, x, src)
+        tokens = src.count // hidden if hidden else 0
+        check("hiar_allreduce_rmsnorm",
+              lib().hiar_allreduce_rmsnorm(src.ptr, res.ptr if res else None, w.ptr, dst.ptr, tokens, hidden,
+                                           src.dtype, w.dtype, eps, RMSNORM_GEMMA if gemma else 0, self._live(),
+                                           src.stream))
+        return x if out is None else out
+
+    @staticmethod
+    def _output(name, arr, x, src):
+        """The Buffer of an array hiar writes, like x (src); None or x itself: x's own."""
+        if arr is None or arr is x:
+            dst = src
+        else:
+            dst = _buffer.describe(name, arr, src.stream)
+        if dst.readonly:
+            raise ValueError("hiar: %s is read-only; hiar writes the result into it" % ("x" if dst is src else name))
+        if (dst.dtype, dst.count, dst.cuda) != (src.dtype, src.count, src.cuda):
+            raise ValueError("hiar: %s must be like x: x is %d %s in %s memory, %s %d %s in %s memory"
+                             % (name, src.count, Dtype(src.dtype).name.lower(), _memory(src), name, dst.count,
+                                Dtype(dst.dtype).name.lower(), _memory(dst)))
+        return dst
 
     def describe(self):
         """hiar_comm_describe's text: the ranks, the groups, why they were chosen, and the paths."""

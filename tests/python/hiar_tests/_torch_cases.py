@@ -115,3 +115,24 @@ def check_ddp(device, steps=10):
     hooked, _ = train((world(), hiar.torch.allreduce_hook), device, steps=steps)
     assert torch.allclose(hooked, plain, rtol=1e-5, atol=1e-6), (hooked, plain)
     assert plain[-1] < plain[0], plain  # it learns
+
+
+def check_rmsnorm(device):
+    """allreduce_rmsnorm on tensors of each norm dtype against a float64 reference; the residual exactly."""
+    comm, failed = world(), []
+    for dtype, rtol in ((torch.float32, 1e-5), (torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)):
+        # (4, 1024): one kernel on a GPU group; (3, 1000): rows of 2000 bytes take the fallback; (64, 4096): large.
+        for tokens, hidden in ((4, 1024), (3, 1000), (64, 4096)):
+            xs = [rank_input(r, dtype, "sum", tokens * hidden).view(tokens, hidden) for r in range(comm.size)]
+            res = rank_input(99, dtype, "sum", tokens * hidden).view(tokens, hidden)
+            w = torch.linspace(-1, 1, hidden).to(dtype)
+            r = (res.double() + torch.stack(xs).double().sum(0).to(dtype).double()).to(dtype).double()
+            want = r / torch.sqrt((r * r).mean(-1, keepdim=True) + 1e-6) * w.double()
+            x, res_d = xs[comm.rank].to(device), res.to(device)
+            got = comm.allreduce_rmsnorm(x, w.to(device), eps=1e-6, residual=res_d)
+            if not torch.allclose(got.cpu().double(), want, rtol=rtol, atol=rtol):
+                failed.append("%s %dx%d: out off by %g" % (dtype, tokens, hidden,
+                                                          (got.cpu().double() - want).abs().max()))
+            if not torch.equal(res_d.cpu(), r.to(dtype)):
+                failed.append("%s %dx%d: residual" % (dtype, tokens, hidden))
+    assert not failed, failures_message(failed)

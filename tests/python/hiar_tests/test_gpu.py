@@ -1,5 +1,5 @@
 """CUDA tensors (and CuPy arrays) through hiar's device path: every dtype and op, in place and into out,
-non-contiguous input refused, a stream other than the default, the DDP hooks and DDP on the GPU."""
+allreduce_rmsnorm, non-contiguous input refused, a stream other than the default, the DDP hooks and DDP on the GPU."""
 from . import skip
 
 try:
@@ -62,6 +62,10 @@ def test_stream_argument():
     comm.allreduce(x, out=out, stream=s.cuda_stream)
     s.synchronize()
     assert (out.cpu() == comm.size * (comm.size + 1) / 2).all(), out[:4]
+
+
+def test_allreduce_rmsnorm():
+    cases.check_rmsnorm("cuda")
 
 
 def test_hooks_average_the_bucket():

@@ -112,3 +112,48 @@ def test_hiar_error_carries_the_detail():
     y = np.ones(8, np.int32)
     comm.allreduce(y)
     assert (y == MPI.COMM_WORLD.size).all()
+
+
+def rmsnorm_reference(xs, res, w, eps, gemma, dtype):
+    """allreduce + residual add + RMSNorm in float64 from every rank's input: (out, new residual)."""
+    r = np.sum([x.astype(np.float64) for x in xs], axis=0).astype(dtype).astype(np.float64)
+    if res is not None:
+        r = (res.astype(np.float64) + r).astype(dtype).astype(np.float64)
+    norm = r / np.sqrt(np.mean(r * r, axis=-1, keepdims=True) + eps)
+    return (norm * (w.astype(np.float64) + (1.0 if gemma else 0.0))).astype(dtype), r.astype(dtype)
+
+
+def test_allreduce_rmsnorm():
+    """Every case against the float64 reference; the residual (small integers) exactly."""
+    comm, failed = world(), []
+    tol = {np.float32: 1e-5, np.float16: 2e-3}
+    for dtype, wdtype in ((np.float32, np.float32), (np.float16, np.float16), (np.float16, np.float32)):
+        for shape in ((3, 64), (1, 1000), (9, 2048)):
+            for with_res, gemma, into_out in ((False, False, True), (True, False, False), (True, True, True)):
+                xs = [rank_input(r, dtype, "sum", shape[0] * shape[1]).reshape(shape) for r in range(comm.size)]
+                w = np.linspace(-1, 1, shape[1]).astype(wdtype)
+                res = rank_input(99, dtype, "sum", xs[0].size).reshape(shape) if with_res else None
+                want, want_res = rmsnorm_reference(xs, res, w, 1e-5, gemma, dtype)
+                x = xs[comm.rank].copy()
+                out = np.zeros_like(x) if into_out else None
+                got = comm.allreduce_rmsnorm(x, w, eps=1e-5, residual=res, out=out, gemma=gemma)
+                case = "%s/%s %s residual=%s gemma=%s out=%s" % (np.dtype(dtype).name, np.dtype(wdtype).name, shape,
+                                                                 with_res, gemma, into_out)
+                if got is not (out if into_out else x):
+                    failed.append(case + ": returned another array")
+                if not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol[dtype], atol=tol[dtype]):
+                    failed.append(case + ": out off by %g" % np.abs(got.astype(np.float64) - want).max())
+                if with_res and not np.array_equal(res, want_res):
+                    failed.append(case + ": residual")
+    assert not failed, failures_message(failed)
+
+
+def test_allreduce_rmsnorm_refusals():
+    comm = world()
+    x = np.ones((2, 8), np.float32)
+    expect(ValueError, ["weight must be 8 elements"], lambda: comm.allreduce_rmsnorm(x, np.ones(7, np.float32)))
+    expect(ValueError, ["residual must be like x"],
+           lambda: comm.allreduce_rmsnorm(x, np.ones(8, np.float32), residual=np.ones((2, 8), np.float16)))
+    e = expect(hiar.Error, ["int32 is not supported"],
+               lambda: comm.allreduce_rmsnorm(np.ones((2, 8), np.int32), np.ones(8, np.float32)))
+    assert e.code == hiar.Result.INVALID_ARGUMENT

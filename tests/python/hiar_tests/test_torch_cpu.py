@@ -18,6 +18,10 @@ def test_non_contiguous_refused():
     cases.expect_refused("cpu")
 
 
+def test_allreduce_rmsnorm():
+    cases.check_rmsnorm("cpu")
+
+
 def test_hooks_average_the_bucket():
     cases.check_hooks("cpu")
 
