@@ -1,6 +1,7 @@
 #!/bin/sh
 # The Python package on a GPU machine, from a built tree (e.g. the release
-# tarball's root after ./configure && make): scripts/gpu-python.sh OUT
+# tarball's root after ./configure && make):
+#   scripts/gpu-python.sh OUT [train_ddp.py options, e.g. --width 256 --steps 10]
 #
 # 2 ranks (on one GPU they need CUDA MPS: set CUDA_MPS_PIPE_DIRECTORY and
 # CUDA_MPS_LOG_DIRECTORY, which every rank gets): tests/python's GPU tests
@@ -9,7 +10,8 @@
 # hiar run's loss curve held to 1e-4 of gloo's.  Logs in OUT; about 2
 # minutes on one H200.  PYTHON: the interpreter (default python3).
 set -u
-out=${1:?usage: scripts/gpu-python.sh OUT}
+out=${1:?usage: scripts/gpu-python.sh OUT [train_ddp.py options]}
+shift
 mkdir -p "$out" || exit 1
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
@@ -27,7 +29,7 @@ echo "== bench/train_ddp.py, 2 ranks, 50 steps"
 # shellcheck disable=SC2086
 PYTHONPATH=$PWD/python HIAR_LIBRARY=$PWD timeout 200 mpirun --bind-to none $mps -x PYTHONPATH -x HIAR_LIBRARY \
     -np 2 "${PYTHON:-python3}" bench/train_ddp.py --runs gloo,hiar,hiar-bf16,nccl --steps 50 --tol 1e-4 \
-    >"$out/train_ddp.log" 2>&1 || status=1
-grep -vE "^(Warning|  warnings)" "$out/train_ddp.log" | tail -12
+    "$@" >"$out/train_ddp.log" 2>&1 || status=1
+tail -8 "$out/train_ddp.log"
 echo "status $status"
 exit $status
