@@ -47,6 +47,12 @@ src=$(cd "$srcdir" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 PYTHONPATH="$src/python:$src/tests/python${PYTHONPATH:+:$PYTHONPATH}"
 HIAR_LIBRARY=${HIAR_LIBRARY:-$build/.libs/libhiar.so}
+# A libhiar built with ASan (tests/sanitize.sh): its runtime preloaded into the
+# ranks' Python, so that it sees every allocation from the start, not only
+# those after ctypes loads libhiar (which verify_asan_link_order=0 allows).
+asan=$(ldd "$HIAR_LIBRARY" 2>/dev/null | sed -n 's/^[[:space:]]*libasan[^ ]* => \([^ ]*\).*/\1/p')
+[ -n "$asan" ] && HIAR_TEST_MPIRUN_ARGS="${HIAR_TEST_MPIRUN_ARGS:-} -x LD_PRELOAD=$asan"
+export HIAR_TEST_MPIRUN_ARGS
 # The source tree may be read-only (make distcheck): no __pycache__, no .pytest_cache.
 PYTHONDONTWRITEBYTECODE=1
 HIAR_TEST_TIMEOUT=${HIAR_TEST_TIMEOUT:-180}
