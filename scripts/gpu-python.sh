@@ -23,9 +23,11 @@ HIAR_TEST_MPIRUN_ARGS=$mps
 export HIAR_TEST_MPIRUN_ARGS
 status=0
 echo "== GPU tests (tests/python/hiar_tests/test_gpu.py), 2 ranks"
-timeout 200 sh tests/python/run.sh 2 --gpu test_gpu >"$out/python-gpu.log" 2>&1 || status=1
+timeout 200 sh tests/python/run.sh 2 --gpu test_gpu >"$out/python-gpu.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 77 ] || status=1
 grep -E "passed|failed|SKIP|Error" "$out/python-gpu.log"
-echo "== bench/train_ddp.py, 2 ranks, 50 steps"
+echo "== bench/train_ddp.py, 2 ranks"
 # shellcheck disable=SC2086
 PYTHONPATH=$PWD/python HIAR_LIBRARY=$PWD timeout 200 mpirun --bind-to none $mps -x PYTHONPATH -x HIAR_LIBRARY \
     -np 2 "${PYTHON:-python3}" bench/train_ddp.py --runs gloo,hiar,hiar-bf16,nccl --steps 50 --tol 1e-4 \
