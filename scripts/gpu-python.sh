@@ -28,8 +28,8 @@ rc=$?
 [ $rc -eq 0 ] || [ $rc -eq 77 ] || status=1
 grep -E "passed|failed|SKIP|Error" "$out/python-gpu.log"
 echo "== bench/train_ddp.py, 2 ranks"
-# shellcheck disable=SC2086
 # single_copy_mechanism none: containers often forbid the CMA copies vader uses (as tests/mpi/mpirun.sh).
+# shellcheck disable=SC2086
 PYTHONPATH=$PWD/python HIAR_LIBRARY=$PWD timeout 200 mpirun --bind-to none --mca btl_vader_single_copy_mechanism none \
     $mps -x PYTHONPATH -x HIAR_LIBRARY \
     -np 2 "${PYTHON:-python3}" bench/train_ddp.py --runs gloo,hiar,hiar-bf16,nccl --steps 50 --tol 1e-4 \
