@@ -121,8 +121,9 @@ def check_rmsnorm(device):
     """allreduce_rmsnorm on tensors of each norm dtype against a float64 reference; the residual exactly."""
     comm, failed = world(), []
     for dtype, rtol in ((torch.float32, 1e-5), (torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)):
-        # (4, 1024): one kernel on a GPU group; (3, 1000): rows of 2000 bytes take the fallback; (64, 4096): large.
-        for tokens, hidden in ((4, 1024), (3, 1000), (64, 4096)):
+        # On one GPU group: (4, 1024) one kernel; (3, 1001), rows not a multiple of 16 bytes, and (64, 4096)
+        # of float32, over the one-shot limit, take the allreduce and a norm kernel.
+        for tokens, hidden in ((4, 1024), (3, 1001), (64, 4096)):
             xs = [rank_input(r, dtype, "sum", tokens * hidden).view(tokens, hidden) for r in range(comm.size)]
             res = rank_input(99, dtype, "sum", tokens * hidden).view(tokens, hidden)
             w = torch.linspace(-1, 1, hidden).to(dtype)
