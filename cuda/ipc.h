@@ -57,6 +57,8 @@ typedef struct {
  */
 typedef struct {
     uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
+    /* The fused norm's partial sums of squares, per block: epoch << 32 | f32 bits (cuda/norm.cu). */
+    uint64_t norm_partial[HIAR_IPC_MAX_BLOCKS];
 } hiar_ipc_state_t;
 
 typedef struct {

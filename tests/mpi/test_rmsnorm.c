@@ -73,12 +73,18 @@ static void fill(hiar_dtype_t t, void *buf, size_t n, unsigned seed, int who, do
 #ifdef HIAR_TEST_CUDA
 static cudaStream_t stream;
 
-/* A device copy of host's bytes, `pad` bytes into a fresh allocation (free with dev_free). */
+/*
+ * A device copy of host's bytes, `pad` bytes into a fresh allocation (free
+ * with dev_free), on the test's stream: a cudaMemcpy from pageable memory
+ * may return before its DMA lands, and a non-blocking stream does not wait
+ * for it (a kernel then read stale weights).
+ */
 static char *dev_copy(const void *host, size_t bytes, size_t pad)
 {
     char *d;
     CUDA_OK(cudaMalloc((void **)&d, bytes + pad));
-    CUDA_OK(cudaMemcpy(d + pad, host, bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpyAsync(d + pad, host, bytes, cudaMemcpyHostToDevice, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
     return d + pad;
 }
 
