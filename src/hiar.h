@@ -166,6 +166,15 @@ HIAR_API const char *hiar_op_name(hiar_op_t op);
 #ifndef HIAR_WITHOUT_MPI
 HIAR_API hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg,
                                         hiar_comm_t **out);
+
+/*
+ * hiar_comm_create for callers that cannot name MPI_Comm, whose type differs
+ * between MPI ABIs (a pointer in Open MPI, an int in MPICH): `fcomm` is the
+ * communicator's Fortran handle, MPI_Comm_c2f(comm) or mpi4py's
+ * comm.py2f(), an integer in every ABI.  HIAR_INVALID_ARGUMENT when fcomm
+ * names no communicator; otherwise as hiar_comm_create.
+ */
+HIAR_API hiar_result_t hiar_comm_create_f(MPI_Fint fcomm, const hiar_config_t *cfg, hiar_comm_t **out);
 #endif
 
 /* Collective: releases everything.  comm may be NULL (no-op). */

@@ -126,21 +126,29 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     return host_transport(comm, &limits);
 }
 
+/* MPI must be usable: between MPI_Init and MPI_Finalize. */
+static hiar_result_t check_mpi_live(const char *call)
+{
+    int initialized = 0, finalized = 0;
+
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return hiar_error_set(HIAR_INVALID_USAGE, "%s: MPI is %s; call it between MPI_Init and MPI_Finalize",
+                              call, finalized ? "finalized" : "not initialized");
+    return HIAR_SUCCESS;
+}
+
 static hiar_result_t check_create_args(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar_comm_t **out)
 {
-    int initialized = 0, finalized = 0, inter = 0;
+    int inter = 0;
 
     HIAR_ARG_CHECK(out, "hiar_comm_create: out is NULL");
     HIAR_ARG_CHECK(!cfg || cfg->size == sizeof(hiar_config_t),
                    "hiar_comm_create: cfg->size is %zu, expected %zu: initialise cfg with "
                    "HIAR_CONFIG_INIT",
                    cfg ? cfg->size : 0, sizeof(hiar_config_t));
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (!initialized || finalized)
-        return hiar_error_set(HIAR_INVALID_USAGE,
-                              "hiar_comm_create: MPI is %s; call it between MPI_Init and MPI_Finalize",
-                              finalized ? "finalized" : "not initialized");
+    HIAR_CHECK(check_mpi_live("hiar_comm_create"));
     HIAR_ARG_CHECK(mpi_comm != MPI_COMM_NULL, "hiar_comm_create: mpi_comm is MPI_COMM_NULL");
     MPI_Comm_test_inter(mpi_comm, &inter);
     if (inter)
@@ -184,6 +192,32 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
         hiar_comm_describe(comm, NULL);
     *out = comm;
     return HIAR_SUCCESS;
+}
+
+/*
+ * MPI_Comm_f2c of a handle that names no communicator gives an invalid C
+ * handle without raising an MPI error: NULL in Open MPI (whose MPI_COMM_NULL
+ * is a pointer to a real object), an integer no MPICH handle has.  All-zero
+ * bits are that handle in both ABIs.
+ */
+static int comm_handle_invalid(MPI_Comm c)
+{
+    static const MPI_Comm zero;
+
+    return memcmp(&c, &zero, sizeof(c)) == 0;
+}
+
+hiar_result_t hiar_comm_create_f(MPI_Fint fcomm, const hiar_config_t *cfg, hiar_comm_t **out)
+{
+    MPI_Comm c;
+
+    HIAR_CHECK(check_mpi_live("hiar_comm_create_f"));
+    c = MPI_Comm_f2c(fcomm);
+    HIAR_ARG_CHECK(!comm_handle_invalid(c),
+                   "hiar_comm_create_f: %d is no MPI communicator's Fortran handle; expected "
+                   "MPI_Comm_c2f's result (mpi4py: comm.py2f())",
+                   (int)fcomm);
+    return hiar_comm_create(c, cfg, out);
 }
 
 hiar_result_t hiar_comm_destroy(hiar_comm_t *comm)

@@ -91,6 +91,7 @@ int main(int argc, char **argv)
     }
     test_null_comm();
     test_create_args();
+    test_create_f();
     test_create_settings();
     test_create_groups();
     test_create_one_rank_differs();

@@ -24,6 +24,7 @@ void test_check_global(void);
 
 /* test_errors_create.c: hiar_comm_create's arguments and settings. */
 void test_create_args(void);
+void test_create_f(void);
 void test_create_settings(void);
 void test_create_groups(void);
 void test_create_one_rank_differs(void);

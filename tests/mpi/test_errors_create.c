@@ -1,6 +1,7 @@
 /*
  * test_errors, part 2: hiar_comm_create.  Bad arguments and bad settings fail
- * on every rank (also when only one rank has them) and leave *out alone; the
+ * on every rank (also when only one rank has them) and leave *out alone;
+ * hiar_comm_create_f takes the communicator's Fortran handle; the
  * caller's MPI communicator may be freed at once; settings win over HIAR_*
  * environment variables, as hiar_comm_describe shows.
  */
@@ -48,6 +49,28 @@ void test_create_args(void)
                          "MPI_COMM_NULL");
     ok &= comm == (hiar_comm_t *)&world_rank;
     harness_verdict("hiar_comm_create with out NULL / MPI_COMM_NULL", ok);
+}
+
+/*
+ * The Fortran-handle entry: MPI_COMM_WORLD's handle gives a comm over the
+ * same ranks that sums correctly; a handle that names no communicator fails.
+ */
+void test_create_f(void)
+{
+    hiar_comm_t *comm = NULL;
+    int ok = harness_expect("hiar_comm_create_f(MPI_Comm_c2f(MPI_COMM_WORLD))",
+                            hiar_comm_create_f(MPI_Comm_c2f(MPI_COMM_WORLD), NULL, &comm), HIAR_SUCCESS, NULL);
+    int size = 0;
+
+    ok = ok && hiar_comm_size(comm, &size) == HIAR_SUCCESS && size == world_size && sum_works(comm);
+    if (comm)
+        ok &= hiar_comm_destroy(comm) == HIAR_SUCCESS;
+    harness_verdict("hiar_comm_create_f of MPI_COMM_WORLD's Fortran handle sums over every rank", ok);
+    harness_verdict("hiar_comm_create_f of a handle of no communicator",
+                    harness_expect("fcomm -1", hiar_comm_create_f(-1, NULL, &comm), HIAR_INVALID_ARGUMENT,
+                                   "Fortran handle") &&
+                        harness_expect("fcomm 1 << 20", hiar_comm_create_f(1 << 20, NULL, &comm),
+                                       HIAR_INVALID_ARGUMENT, "Fortran handle"));
 }
 
 void test_create_settings(void)
