@@ -10,10 +10,8 @@
  * without one), sums the squares of its part, and with several slices
  * trades that partial sum with the row's other blocks through the state
  * (summed in slice order: the same bits on every rank); then it writes
- * r * scale * w into out.  Each element is written once to out.  A
- * thread's first packet of a row keeps r, its residual and weights in
- * registers, loaded before the wait for the peers; later ones are read
- * again by the thread that wrote them.  Rows are whole packets (core/run.c
+ * r * scale * w into out.  Each element is written once to out (r read
+ * back by the thread that wrote it).  Rows are whole packets (core/run.c
  * checks): no packet straddles two rows.  The block's threads agree on
  * every row's outcome (__syncthreads_or) before they use it, so a block
  * that gives up (timeout, abort) gives up whole.
@@ -90,26 +88,17 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
             ll_push(a, parity, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize))));
         }
     for (size_t row = blockIdx.x / slices; row < rows; row += per_wave) {
-        const char *src = nm.residual ? nm.residual : out;
-        const size_t k0 = lo + threadIdx.x;
-        norm_unit<T, W, F::DATA> first, u;
+        char *r = nm.residual ? nm.residual : out;
         float sumsq = 0, scale;
-        if (k0 < hi)
-            first.load(nm, row, k0); /* in flight while the packets come */
-        for (size_t k = k0; k < hi && ok; k += blockDim.x) {
+        for (size_t k = lo + threadIdx.x; k < hi && ok; k += blockDim.x) {
             size_t i = row * ppr + k;
             typename F::data s;
             unit_acc<T, F::DATA> acc;
             ok = ll_gather<T, F>(a, parity, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize)),
                                  HIAR_SUM, acc, w);
             acc.store(&s, 1);
-            if (k == k0) {
-                sumsq += first.add(nm, row, k, s);
-                continue;
-            }
-            u.load(nm, row, k);
-            sumsq += u.add(nm, row, k, s);
-            if (!nm.residual) /* read again below */
+            sumsq += norm_residual<T, F::DATA>(nm, row, k, s);
+            if (!nm.residual)
                 store_unit<F::DATA>(out + row * nm.row_bytes, k * F::DATA, nm.row_bytes, nm.esize, s);
         }
         if (__syncthreads_or(!ok))
@@ -118,12 +107,8 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         if (!norm_row_sum(a, e, slices, norm_block_sum(sumsq), &sumsq, w))
             break;
         scale = norm_scale(nm, sumsq);
-        if (k0 < hi)
-            first.store(nm, out, row, k0, scale);
-        for (size_t k = k0 + blockDim.x; k < hi; k += blockDim.x) {
-            u.reload(nm, src, row, k);
-            u.store(nm, out, row, k, scale);
-        }
+        for (size_t k = lo + threadIdx.x; k < hi; k += blockDim.x)
+            norm_store<T, W, F::DATA>(nm, r, out, row, k, scale);
     }
     finish_call(a, e);
 }

@@ -30,69 +30,31 @@ template <typename F> static cudaError_t norm_dispatch(hiar_dtype_t dtype, F f)
 }
 
 /*
- * Unit k of row `row` in registers: the residual's unit and the weights
- * (plus the offset), loaded ahead of the sum (the fused kernel loads them
- * before it waits for its peers), then r.
+ * Unit k of row `row`: s (the sum, as T) plus the residual's unit, rounded to
+ * T and written back to the residual (s as is without one); returns the
+ * unit's sum of squares, in f32, and leaves r in s.
  */
-template <typename T, typename W, int U> struct norm_unit {
-    enum { N = U / sizeof(T) };
-    typedef typename unit_bits<U>::type bits;
-    bits res, r;
-    float w[N];
+template <typename T, int U>
+__device__ __forceinline__ float norm_residual(const norm_row_args &nm, size_t row, size_t k,
+                                               typename unit_bits<U>::type &s)
+{
+    unit_acc<T, U> acc;
+    float sumsq = 0;
 
-    __device__ __forceinline__ void load_weights(const norm_row_args &nm, size_t k)
-    {
-        const W *wp = reinterpret_cast<const W *>(nm.weight);
-        const size_t first = k * U / sizeof(T);
-#pragma unroll
-        for (int i = 0; i < N; i++)
-            w[i] = first + i < nm.hidden ? to_acc<W>(wp[first + i]) + nm.weight_offset : 0.0f;
-    }
-    __device__ __forceinline__ void load(const norm_row_args &nm, size_t row, size_t k)
-    {
-        if (nm.residual)
-            res = load_unit<U>(nm.residual + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize);
-        load_weights(nm, k);
-    }
-    /* r = s + the residual's unit, rounded to T and written back (s as is without one); r's sum of squares. */
-    __device__ __forceinline__ float add(const norm_row_args &nm, size_t row, size_t k, const bits &s)
-    {
-        unit_acc<T, U> acc;
-        float sumsq = 0;
-
+    acc.load(&s);
+    if (nm.residual) {
+        char *res = nm.residual + row * nm.row_bytes;
+        typename unit_bits<U>::type old = load_unit<U>(res, k * U, nm.row_bytes, nm.esize);
+        acc.fold(HIAR_SUM, &old);
+        acc.store(&s, 1);
+        store_unit<U>(res, k * U, nm.row_bytes, nm.esize, s);
         acc.load(&s);
-        r = s;
-        if (nm.residual) {
-            acc.fold(HIAR_SUM, &res);
-            acc.store(&r, 1);
-            store_unit<U>(nm.residual + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize, r);
-            acc.load(&r);
-        }
+    }
 #pragma unroll
-        for (int i = 0; i < N; i++)
-            sumsq += (float)acc.v[i] * (float)acc.v[i];
-        return sumsq;
-    }
-    /* For a unit not kept in registers: r back from src (the residual, or the sums), and the weights. */
-    __device__ __forceinline__ void reload(const norm_row_args &nm, const char *src, size_t row, size_t k)
-    {
-        r = load_unit<U>(src + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize);
-        load_weights(nm, k);
-    }
-    /* out = r * scale * w, rounded to T. */
-    __device__ __forceinline__ void store(const norm_row_args &nm, char *out, size_t row, size_t k, float scale) const
-    {
-        unit_acc<T, U> acc;
-        bits u;
-
-        acc.load(&r);
-#pragma unroll
-        for (int i = 0; i < N; i++)
-            acc.v[i] = (float)acc.v[i] * scale * w[i];
-        acc.store(&u, 1);
-        store_unit<U>(out + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize, u);
-    }
-};
+    for (int i = 0; i < unit_acc<T, U>::N; i++)
+        sumsq += (float)acc.v[i] * (float)acc.v[i];
+    return sumsq;
+}
 
 /* The sum of v over the block, on every thread, in a fixed order (the same bits on every rank). */
 __device__ __forceinline__ float norm_block_sum(float v)
@@ -118,38 +80,44 @@ __device__ __forceinline__ float norm_scale(const norm_row_args &nm, float sumsq
     return 1.0f / sqrtf(sumsq / (float)nm.hidden + nm.eps);
 }
 
+/* Unit k of row `row`: r (from src, a row-major [rows x hidden] buffer) * scale * (w + offset) into out. */
+template <typename T, typename W, int U>
+__device__ __forceinline__ void norm_store(const norm_row_args &nm, const char *src, char *out, size_t row, size_t k,
+                                           float scale)
+{
+    const size_t first = k * U / sizeof(T), off = row * nm.row_bytes;
+    typename unit_bits<U>::type u = load_unit<U>(src + off, k * U, nm.row_bytes, nm.esize);
+    const W *w = reinterpret_cast<const W *>(nm.weight);
+    unit_acc<T, U> acc;
+
+    acc.load(&u);
+#pragma unroll
+    for (int i = 0; i < unit_acc<T, U>::N; i++)
+        if (first + i < nm.hidden)
+            acc.v[i] = (float)acc.v[i] * scale * (to_acc<W>(w[first + i]) + nm.weight_offset);
+    acc.store(&u, 1);
+    store_unit<U>(out + off, k * U, nm.row_bytes, nm.esize, u);
+}
+
 /*
  * The norm of rows already summed into x (in place), U = 16-byte units: the
- * unfused path's second kernel, also the benchmark's norm after NCCL.  A
- * thread's first unit of a row stays in registers; others are read again.
+ * unfused path's second kernel, also the benchmark's norm after NCCL.
  */
 template <typename T, typename W>
 __global__ void __launch_bounds__(HIAR_THREADS) norm_rows(norm_row_args nm, char *x, size_t rows)
 {
-    const size_t units = (nm.row_bytes + HIAR_UNIT - 1) / HIAR_UNIT, k0 = threadIdx.x;
+    const size_t units = (nm.row_bytes + HIAR_UNIT - 1) / HIAR_UNIT;
 
     for (size_t row = blockIdx.x; row < rows; row += gridDim.x) {
-        const char *src = nm.residual ? nm.residual : x;
-        norm_unit<T, W, HIAR_UNIT> first, u;
+        const char *r = nm.residual ? nm.residual : x;
         float sumsq = 0, scale;
-        if (k0 < units)
-            first.load(nm, row, k0);
-        for (size_t k = k0; k < units; k += blockDim.x) {
+        for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
             uint4 s = load_unit<HIAR_UNIT>(x + row * nm.row_bytes, k * HIAR_UNIT, nm.row_bytes, nm.esize);
-            if (k == k0) {
-                sumsq += first.add(nm, row, k, s);
-            } else {
-                u.load(nm, row, k);
-                sumsq += u.add(nm, row, k, s);
-            }
+            sumsq += norm_residual<T, HIAR_UNIT>(nm, row, k, s);
         }
         scale = norm_scale(nm, norm_block_sum(sumsq));
-        if (k0 < units)
-            first.store(nm, x, row, k0, scale);
-        for (size_t k = k0 + blockDim.x; k < units; k += blockDim.x) {
-            u.reload(nm, src, row, k);
-            u.store(nm, x, row, k, scale);
-        }
+        for (size_t k = threadIdx.x; k < units; k += blockDim.x)
+            norm_store<T, W, HIAR_UNIT>(nm, r, x, row, k, scale);
     }
 }
 
