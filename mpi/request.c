@@ -145,7 +145,11 @@ static void req_complete(req_t *r)
         req_release(r);
 }
 
-/* Starts r's call: hiar's, else forwarded (staged where needed) into *op.  Returns an MPI code. */
+/*
+ * Starts r's call: hiar's, else forwarded (staged where needed) into *op.
+ * Returns an MPI code.  HIAR_PMPI_STATS counts MPI_Iallreduce calls here,
+ * persistent ones at MPI_Allreduce_init.
+ */
 static int req_run(req_t *r, pmpi_op_t *op)
 {
     pmpi_args_t *a = &r->args;
@@ -159,7 +163,8 @@ static int req_run(req_t *r, pmpi_op_t *op)
         rc = pmpi_path_run(r->s, a->send == MPI_IN_PLACE ? a->recv : a->send, a->recv, a->count, dtype, hop, op);
         pmpi_inside_hiar--;
         if (rc == HIAR_SUCCESS) {
-            pmpi_count(1);
+            if (!r->persistent)
+                pmpi_count(1);
             return MPI_SUCCESS;
         }
         if (rc != HIAR_INVALID_ARGUMENT && rc != HIAR_UNSUPPORTED)
@@ -167,6 +172,8 @@ static int req_run(req_t *r, pmpi_op_t *op)
         HIAR_INFO(MPI, "MPI_Iallreduce forwarded to MPI: %s", hiar_last_error());
         r->s = NULL;
     }
+    if (!r->persistent)
+        pmpi_count(0);
     return pmpi_forward_start(a, op);
 }
 
@@ -296,14 +303,15 @@ void pmpi_requests_drain(void)
 
 /* ---- making requests ---- */
 
-/* Whether the preload takes this call (else MPI's own request serves it). */
-static int ours(const pmpi_args_t *a)
+/* Whether the preload takes this call (else MPI's own request serves it); *served: hiar does. */
+static int ours(const pmpi_args_t *a, int *served)
 {
     pmpi_comm_t *s;
     hiar_dtype_t dtype;
     hiar_op_t hop;
 
-    return !pmpi_inside_hiar && pmpi_enabled() && (pmpi_served(a, &s, &dtype, &hop) || pmpi_stage_needed(a));
+    *served = !pmpi_inside_hiar && pmpi_served(a, &s, &dtype, &hop);
+    return *served || (!pmpi_inside_hiar && pmpi_enabled() && pmpi_stage_needed(a));
 }
 
 static int make(const pmpi_args_t *a, int persistent, MPI_Request *req)
@@ -326,9 +334,10 @@ PMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MP
                                MPI_Comm comm, MPI_Request *request)
 {
     pmpi_args_t a = {sendbuf, recvbuf, count < 0 ? 0 : (size_t)count, datatype, op, comm};
+    int served;
 
-    if (count <= 0 || !ours(&a)) {
-        if (count > 0 && !pmpi_inside_hiar)
+    if (count <= 0 || !ours(&a, &served)) {
+        if (!pmpi_inside_hiar)
             pmpi_count(0);
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
@@ -339,7 +348,11 @@ static int allreduce_init(const pmpi_args_t *a, int count, MPI_Info info, MPI_Re
                           int (*mpi_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
                                           MPI_Request *))
 {
-    if (count <= 0 || !ours(a))
+    int served = 0, taken = count > 0 && ours(a, &served);
+
+    if (!pmpi_inside_hiar)
+        pmpi_count(served);
+    if (!taken)
         return mpi_init(a->send, a->recv, count, a->type, a->op, a->comm, info, request);
     return make(a, 1, request);
 }

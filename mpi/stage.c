@@ -238,10 +238,9 @@ int pmpi_forward_start(const pmpi_args_t *a, pmpi_op_t *op)
 {
     layout_t l;
     size_t bytes;
-    int in_place = a->send == MPI_IN_PLACE, send_dev, recv_dev;
+    int in_place = a->send == MPI_IN_PLACE, send_dev, recv_dev, rc;
     char *host;
 
-    pmpi_count(0);
     *op = (pmpi_op_t)PMPI_OP_INIT;
     if (!pmpi_stage_needed(a) || !layout_of(a->type, &l) || a->count > INT32_MAX)
         return PMPI_Iallreduce(a->send, a->recv, (int)a->count, a->type, a->op, a->comm, &op->inner);
@@ -263,7 +262,12 @@ int pmpi_forward_start(const pmpi_args_t *a, pmpi_op_t *op)
         op->bytes = bytes;
         op->copy_device = 1;
     }
-    return PMPI_Iallreduce(in_place ? MPI_IN_PLACE : send_dev ? (const void *)(host - l.lb) : a->send,
-                           recv_dev ? host + bytes - l.lb : a->recv, (int)a->count, a->type, a->op, a->comm,
-                           &op->inner);
+    rc = PMPI_Iallreduce(in_place ? MPI_IN_PLACE : send_dev ? (const void *)(host - l.lb) : a->send,
+                         recv_dev ? host + bytes - l.lb : a->recv, (int)a->count, a->type, a->op, a->comm,
+                         &op->inner);
+    if (rc != MPI_SUCCESS) {
+        free(host);
+        *op = (pmpi_op_t)PMPI_OP_INIT;
+    }
+    return rc;
 }
