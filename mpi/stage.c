@@ -109,6 +109,7 @@ int pmpi_forward_plain(const pmpi_args_t *a, int large)
     return mpi_allreduce(a->send, a->recv, a->count, a, large);
 }
 
+#ifdef HIAR_HAVE_CUDA
 /* The process-wide host buffer of pieces: pinned (copies at full speed), kept between calls. */
 static struct {
     pthread_mutex_t lock;
@@ -116,7 +117,6 @@ static struct {
     size_t bytes;
 } cache = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
-#ifdef HIAR_HAVE_CUDA
 /* bytes of host memory: the cached buffer (*cached = 1, locked) unless another thread has it. */
 static void *stage_get(size_t bytes, int *cached)
 {
