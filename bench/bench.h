@@ -51,6 +51,7 @@ typedef struct {
     int split;      /* also time hiar's parts: intra, inter, flat */
     int flat_only;  /* --flat: of the parts, flat only */
     int overlap;    /* --overlap: time how soon a call returns behind OVERLAP_MS of work on the stream */
+    int sync;       /* --sync: wait for the stream after every timed call */
     int reg;        /* send/recv from hiar_mem_alloc, registered with NCCL too */
 } options_t;
 
