@@ -357,22 +357,19 @@ static int allreduce_init(const pmpi_args_t *a, int count, MPI_Info info, MPI_Re
     return make(a, 1, request);
 }
 
+/* MPI_Allreduce_init (MPI 4) and MPIX_Allreduce_init (Open MPI 4.1): the same entry point. */
+#define ALLREDUCE_INIT_ENTRY(name, pmpi_name)                                                            \
+    PMPI_EXPORT int name(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, \
+                         MPI_Comm comm, MPI_Info info, MPI_Request *request)                             \
+    {                                                                                                    \
+        pmpi_args_t a = {sendbuf, recvbuf, count < 0 ? 0 : (size_t)count, datatype, op, comm};          \
+        return allreduce_init(&a, count, info, request, pmpi_name);                                     \
+    }
 #ifdef HAVE_MPI_ALLREDUCE_INIT
-PMPI_EXPORT int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    pmpi_args_t a = {sendbuf, recvbuf, count < 0 ? 0 : (size_t)count, datatype, op, comm};
-    return allreduce_init(&a, count, info, request, PMPI_Allreduce_init);
-}
+ALLREDUCE_INIT_ENTRY(MPI_Allreduce_init, PMPI_Allreduce_init)
 #endif
-
 #ifdef HAVE_MPIX_ALLREDUCE_INIT
-PMPI_EXPORT int MPIX_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                                    MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    pmpi_args_t a = {sendbuf, recvbuf, count < 0 ? 0 : (size_t)count, datatype, op, comm};
-    return allreduce_init(&a, count, info, request, PMPIX_Allreduce_init);
-}
+ALLREDUCE_INIT_ENTRY(MPIX_Allreduce_init, PMPIX_Allreduce_init)
 #endif
 
 /* ---- starting, waiting, testing, freeing ---- */

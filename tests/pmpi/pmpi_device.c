@@ -525,26 +525,12 @@ static void changing_kinds(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Comm local, reversed;
-    int lrank, ndev = 0;
+    MPI_Comm reversed;
     long long all_calls = 0, all_fcalls = 0;
     const MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
     const tdesc_t *types[5] = {&T_FLOAT, &T_DOUBLE, &T_INT, &T_INT64, &T_UINT8};
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || nranks < 2) {
-        if (rank == 0)
-            printf("SKIP: %s\n", nranks < 2 ? "needs 2 or more ranks" : "no GPU");
-        MPI_Finalize();
-        return 77;
-    }
-    /* One GPU per local rank, chosen before the first MPI_Allreduce. */
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    MPI_Comm_free(&local);
-    CUDA_OK(cudaSetDevice(lrank % ndev));
+    cuda_ok_mpi_init(&argc, &argv, &rank, &nranks);
     CUDA_OK(cudaStreamCreateWithFlags(&reader, cudaStreamNonBlocking));
 
     /* Device buffers on every rank: every type and op, small and large, in place. */

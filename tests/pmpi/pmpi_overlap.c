@@ -92,23 +92,10 @@ static double measure(int what, int *ok)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, lrank, ok = 1, all = 0;
+    int ok = 1, all = 0;
     double a, k, b;
-    MPI_Comm local;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || nranks < 2) {
-        if (rank == 0)
-            printf("SKIP: %s\n", nranks < 2 ? "needs 2 or more ranks" : "no GPU");
-        MPI_Finalize();
-        return 77;
-    }
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-    MPI_Comm_rank(local, &lrank);
-    MPI_Comm_free(&local);
-    CUDA_OK(cudaSetDevice(lrank % ndev));
+    cuda_ok_mpi_init(&argc, &argv, &rank, &nranks);
     CUDA_OK(cudaStreamCreateWithFlags(&work, cudaStreamNonBlocking));
     host = malloc(sizeof(float) * COUNT);
     for (int i = 0; i < COUNT; i++)
