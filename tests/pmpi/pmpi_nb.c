@@ -33,44 +33,21 @@
 #include <mpi-ext.h>
 #endif
 
+#include "record.h"
+
 #if MPI_VERSION >= 4
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 #define ALLREDUCE_INIT MPIX_Allreduce_init
 #endif
 
-static int rank, nranks, passed, failed;
+static int rank, nranks;
 static long long intercepted, forwarded;
-static FILE *out;
 
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Passed if it passed on every rank; rank 0 writes every rank's hash to --out. */
+/* One case, its result hashed for --out. */
 static void record(const char *name, int ok, const void *result, size_t bytes)
 {
-    int all = 0;
-    uint64_t hash = fnv1a(result, bytes), *hashes = rank == 0 ? malloc(sizeof(uint64_t) * (size_t)nranks) : NULL;
-
-    MPI_Reduce(&ok, &all, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
-    MPI_Gather(&hash, 1, MPI_UINT64_T, hashes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        all ? passed++ : failed++;
-        if (!all)
-            printf("FAIL %s\n", name);
-        if (out) {
-            fprintf(out, "%s", name);
-            for (int r = 0; r < nranks; r++)
-                fprintf(out, " %016llx", (unsigned long long)hashes[r]);
-            fprintf(out, "\n");
-        }
-    }
-    free(hashes);
+    record_case(name, ok, record_hash(result, bytes));
 }
 
 /* ---- served calls: int32 sum / max, float sum ---- */
@@ -467,16 +444,11 @@ static void forwarded_cases(void)
 int main(int argc, char **argv)
 {
     MPI_Comm dup;
-    long long mine[2], all[2];
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--out") == 0 && rank == 0 && !(out = fopen(argv[i + 1], "w"))) {
-            perror(argv[i + 1]);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+    record_open(argc, argv);
     if (nranks < 2) {
         if (rank == 0)
             printf("SKIP: needs 2 or more ranks\n");
@@ -495,17 +467,7 @@ int main(int argc, char **argv)
     forwarded_cases();
     MPI_Comm_free(&dup);
 
-    mine[0] = intercepted;
-    mine[1] = forwarded;
-    MPI_Reduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("expect: %lld intercepted, %lld forwarded\n", all[0], all[1]);
-        printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
-        if (out)
-            fclose(out);
-    }
-    int bad = rank == 0 && (failed || !passed);
-    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int bad = record_finish(intercepted, forwarded);
     MPI_Finalize();
     return bad ? 1 : 0;
 }
