@@ -180,13 +180,15 @@ static int req_run(req_t *r, pmpi_op_t *op)
 /* Polls r; completes it when done (locked). */
 static void req_poll(req_t *r)
 {
+    pmpi_comm_t *s = r->s;
+    MPI_Comm comm = r->args.comm;
     hiar_result_t rc;
 
     if (!r->active || !pmpi_op_test(&r->op, &rc))
         return;
+    req_complete(r); /* first: an error handler may call MPI (and poll) again */
     if (rc != HIAR_SUCCESS)
-        pmpi_fail(r->s, r->args.comm, rc);
-    req_complete(r);
+        pmpi_fail(s, comm, rc);
 }
 
 /*
