@@ -19,7 +19,7 @@ run() { # log name, grep pattern, then the command
     local name=$1 pattern=$2
     shift 2
     echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 100 "$@" >>"$out/$name.log" 2>&1
+    timeout 150 "$@" >>"$out/$name.log" 2>&1
     local rc=$?
     grep -E "$pattern" "$out/$name.log" | tail -n 30 | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
