@@ -70,6 +70,35 @@ hiar_result_t pmpi_copy(void *dst, const void *src, size_t bytes, int device)
     return HIAR_SUCCESS;
 }
 
+#ifdef HIAR_HAVE_CUDA
+static hiar_result_t cuda_fail(cudaError_t err, const char *what)
+{
+    return hiar_error_set(HIAR_CUDA_ERROR, "MPI_Allreduce: %s failed: %s", what, cudaGetErrorString(err));
+}
+
+/*
+ * hiar's calls on a comm must not overlap on the GPU, and its staged path
+ * reuses pinned buffers that the last call's copies may still read: a call
+ * on another stream than the non-blocking ones waits for them first.
+ */
+static hiar_result_t drain_stream(pmpi_comm_t *s)
+{
+    cudaError_t err;
+
+    if (!s->inflight)
+        return HIAR_SUCCESS;
+    err = cudaStreamSynchronize((cudaStream_t)s->stream);
+    return err == cudaSuccess ? HIAR_SUCCESS : cuda_fail(err, "waiting for earlier MPI_Iallreduce calls");
+}
+
+#else
+static hiar_result_t drain_stream(pmpi_comm_t *s)
+{
+    (void)s;
+    return HIAR_SUCCESS;
+}
+#endif
+
 /* Whether every rank reduces device buffers in this call (agreed, or the slot's). */
 static hiar_result_t agree_device(pmpi_comm_t *s, size_t count, hiar_dtype_t dtype, int mine, int *device)
 {
@@ -81,6 +110,7 @@ static hiar_result_t agree_device(pmpi_comm_t *s, size_t count, hiar_dtype_t dty
     }
     if (slot->dtype != (int)dtype || slot->count != count || slot->uses >= PMPI_KIND_RECHECK) {
         int32_t host = !mine, any_host = 1;
+        HIAR_CHECK(drain_stream(s)); /* a host call: none of the comm's kernels may be in flight */
         HIAR_CHECK(hiar_allreduce(&host, &any_host, 1, HIAR_INT32, HIAR_MAX, s->hiar, NULL));
         *slot = (pmpi_kind_slot_t){count, (int)dtype, !any_host, 0};
     }
@@ -126,11 +156,6 @@ static hiar_result_t run_host(pmpi_comm_t *s, const void *send, int send_dev, vo
 }
 
 #ifdef HIAR_HAVE_CUDA
-static hiar_result_t cuda_fail(cudaError_t err, const char *what)
-{
-    return hiar_error_set(HIAR_CUDA_ERROR, "MPI_Allreduce: %s failed: %s", what, cudaGetErrorString(err));
-}
-
 /* The stream and event of non-blocking calls, made on the first. */
 static hiar_result_t comm_stream(pmpi_comm_t *s)
 {
@@ -142,21 +167,6 @@ static hiar_result_t comm_stream(pmpi_comm_t *s)
     if (err == cudaSuccess)
         err = cudaEventCreateWithFlags((cudaEvent_t *)&s->ready, cudaEventDisableTiming);
     return err == cudaSuccess ? HIAR_SUCCESS : cuda_fail(err, "creating the preload's stream");
-}
-
-/*
- * hiar's calls on a comm must not overlap on the GPU, and its staged path
- * reuses pinned buffers that the last call's copies may still read: a call
- * on another stream than the non-blocking ones waits for them first.
- */
-static hiar_result_t drain_stream(pmpi_comm_t *s)
-{
-    cudaError_t err;
-
-    if (!s->inflight)
-        return HIAR_SUCCESS;
-    err = cudaStreamSynchronize((cudaStream_t)s->stream);
-    return err == cudaSuccess ? HIAR_SUCCESS : cuda_fail(err, "waiting for earlier MPI_Iallreduce calls");
 }
 
 /*
@@ -274,12 +284,6 @@ void pmpi_path_release(pmpi_comm_t *s)
     s->stream = s->ready = NULL;
 }
 #else
-static hiar_result_t drain_stream(pmpi_comm_t *s)
-{
-    (void)s;
-    return HIAR_SUCCESS;
-}
-
 static hiar_result_t op_finish(pmpi_op_t *op)
 {
     hiar_result_t rc = op->out ? pmpi_copy(op->out, op->from, op->bytes, 0) : HIAR_SUCCESS;
