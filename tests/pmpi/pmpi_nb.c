@@ -313,7 +313,7 @@ static uint16_t u16(int r, int j)
 static void derived(const char *what, MPI_Datatype type, int count, int stride, MPI_Op op, int blocking)
 {
     size_t total = (size_t)count * (size_t)stride;
-    uint16_t *send = malloc(2 * total), *recv = malloc(2 * total);
+    uint16_t *send = calloc(total, 2), *recv = calloc(total, 2);
     int ok = 1;
     char name[160];
     MPI_Request req;
@@ -403,7 +403,7 @@ static void forwarded_cases(void)
     {
         int count = 3001, ok = 1;
         size_t total = (size_t)count * 12;
-        uint16_t *send = malloc(2 * total), *recv = malloc(2 * total);
+        uint16_t *send = calloc(total, 2), *recv = calloc(total, 2);
         for (int blocking = 1; blocking >= 0; blocking--) {
             MPI_Request req;
             for (size_t j = 0; j < total; j++) {
