@@ -15,14 +15,15 @@
 
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
-       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_SYNC };
+       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
     int opt;
     const char *value;
 } defaults[] = {{'b', "8"}, {'e', "64M"}, {'f', "2"}, {'d', "float32"},
-                {'o', "sum"}, {'n', "20"}, {'w', "5"}};
+                {'o', "sum"}, {'n', "20"}, {'w', "5"}, {OPT_TOKENS, "1,4,16,32,64,256"},
+                {OPT_HIDDEN, "4096,8192"}, {OPT_LAYERS, "8"}};
 
 /* Usage error: the message for rank 0 to print; returns the exit status 2. */
 __attribute__((format(printf, 2, 3))) static int bad(char *err, const char *fmt, ...)
@@ -67,6 +68,13 @@ void bench_usage(FILE *out)
             "  --no-check   skip the result check\n"
             "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
             "  --inplace    sendbuf == recvbuf\n"
+            "  --decode     device buffers: tensor-parallel decode steps, allreduce + residual\n"
+            "               add + RMSNorm on [tokens x hidden] of -d (weights alike), 2 per\n"
+            "               layer, all in one CUDA graph: hiar fused against hiar's allreduce\n"
+            "               then a norm kernel (and NCCL then the same kernel with nccl)\n"
+            "  --tokens L   --decode: comma list of token counts (default %s)\n"
+            "  --hidden L   --decode: comma list of hidden sizes (default %s)\n"
+            "  --layers N   --decode: layers per graph (default %s)\n"
             "  --register   device buffers from hiar_mem_alloc (registered with hiar, and\n"
             "               with ncclCommRegister for NCCL): hiar's zero-copy two-shot\n"
             "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
@@ -83,7 +91,24 @@ void bench_usage(FILE *out)
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
             default_of('b'), default_of('e'), default_of('f'), default_of('d'), default_of('o'),
-            default_of('n'), default_of('w'));
+            default_of('n'), default_of('w'), default_of(OPT_TOKENS), default_of(OPT_HIDDEN),
+            default_of(OPT_LAYERS));
+}
+
+/* "1,4,16" -> {1, 4, 16}: at most BENCH_LIST_MAX positive integers. */
+static int parse_list(const char *s, size_t *out, int *n)
+{
+    char *end;
+
+    for (*n = 0; *n < BENCH_LIST_MAX; s = end + 1) {
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s || v == 0 || (*end && *end != ','))
+            return -1;
+        out[(*n)++] = (size_t)v;
+        if (!*end)
+            return 0;
+    }
+    return -1;
 }
 
 /* "64M" -> 67108864: a positive decimal with an optional K, M or G (powers of 1024). */
@@ -220,6 +245,17 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case OPT_REGISTER: o->reg = 1; return 0;
     case OPT_FLAT: o->split = o->flat_only = 1; return 0;
     case OPT_OVERLAP: o->overlap = 1; return 0;
+    case OPT_DECODE: o->decode = 1; return 0;
+    case OPT_TOKENS:
+    case OPT_HIDDEN:
+        if (parse_list(arg, opt == OPT_TOKENS ? o->tokens : o->hidden, opt == OPT_TOKENS ? &o->ntokens : &o->nhidden))
+            return bad(err, "--%s '%s': expected a comma list of up to %d positive integers",
+                       opt == OPT_TOKENS ? "tokens" : "hidden", arg, BENCH_LIST_MAX);
+        return 0;
+    case OPT_LAYERS:
+        if (parse_int(arg, 1, &o->layers))
+            return bad(err, "--layers '%s': expected an integer of at least 1", arg);
+        return 0;
     case OPT_SYNC: o->sync = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
@@ -254,6 +290,8 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"mpi-device", no_argument, NULL, OPT_MPI_DEVICE}, {"split", no_argument, NULL, OPT_SPLIT},
         {"register", no_argument, NULL, OPT_REGISTER}, {"flat", no_argument, NULL, OPT_FLAT},
         {"overlap", no_argument, NULL, OPT_OVERLAP}, {"json", no_argument, NULL, OPT_JSON},
+        {"decode", no_argument, NULL, OPT_DECODE}, {"tokens", required_argument, NULL, OPT_TOKENS},
+        {"hidden", required_argument, NULL, OPT_HIDDEN}, {"layers", required_argument, NULL, OPT_LAYERS},
         {"sync", no_argument, NULL, OPT_SYNC},
         {NULL, 0, NULL, 0}};
     int opt;
@@ -322,6 +360,9 @@ int bench_resolve_mode(bench_t *b, char *err)
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
     if (o->csv && o->json)
         return bad(err, "--csv and --json: choose one");
+    if (o->decode && (!b->device || o->split || o->overlap || o->csv || o->json))
+        return bad(err, "--decode needs device buffers (-m device)%s and takes none of --split, --overlap, "
+                   "--csv, --json", o->mode == MODE_AUTO && !b->device ? "; no GPU found" : "");
     if (o->overlap && (!b->device || o->graph))
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->sync && (!b->device || o->graph))

@@ -11,6 +11,8 @@
  *   bench-print.c   the '#' lines, the table or CSV rows, the summary
  *   bench-check.c   inputs and the expected result (bench-check.h)
  *   bench-split.c   --split's communicators and columns (bench-split.h)
+ *   bench-decode.c  --decode: allreduce + RMSNorm in CUDA graphs (bench-decode.h)
+ *   bench-norm.cu   the norm kernel that follows a plain allreduce there
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -38,6 +40,9 @@ enum {
 
 typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
 
+/* Most values of --tokens and --hidden. */
+#define BENCH_LIST_MAX 16
+
 typedef struct {
     size_t min_bytes, max_bytes;
     int factor;
@@ -53,6 +58,9 @@ typedef struct {
     int overlap;    /* --overlap: time how soon a call returns behind OVERLAP_MS of work on the stream */
     int sync;       /* --sync: wait for the stream after every timed call */
     int reg;        /* send/recv from hiar_mem_alloc, registered with NCCL too */
+    int decode;     /* --decode: allreduce + RMSNorm steps of tensor-parallel decode (bench-decode.c) */
+    size_t tokens[BENCH_LIST_MAX], hidden[BENCH_LIST_MAX];
+    int ntokens, nhidden, layers;
 } options_t;
 
 /* Ordered: ranks agree on the worst status so that they all take one branch. */

@@ -23,6 +23,9 @@
 #include <mpi.h>
 
 #include "bench-check.h"
+#ifdef HIAR_HAVE_CUDA
+#include "bench-decode.h"
+#endif
 #include "bench-mem.h"
 #include "bench-mpi.h"
 #include "bench-nccl.h"
@@ -475,6 +478,11 @@ int main(int argc, char **argv)
     }
     setup(&b);
     rc = split_setup(&b, err);
+#ifdef HIAR_HAVE_CUDA
+    if (rc == 0 && b.opt.decode)
+        rc = bench_decode(&b);
+    else
+#endif
     if (rc == 0)
         rc = run_sizes(&b);
     else if (b.rank == 0)

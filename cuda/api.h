@@ -193,6 +193,12 @@ typedef struct hiar_ipc_direct {
  */
 hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call);
 
+/*
+ * The norm of call->norm on call->recvbuf, which holds the sums (after the
+ * allreduce, on its stream): asynchronous on call->stream, capturable.
+ */
+hiar_result_t hiar_cuda_norm(const hiar_call_t *call);
+
 /* ---- memory shared by CUDA IPC (cuda/ipcmem.cu) ---- */
 
 /* Device memory for hiar_mem_alloc on device (the current device stays). */

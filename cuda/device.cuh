@@ -388,12 +388,18 @@ __device__ __forceinline__ void signal_peers(const hiar_ipc_args_t &a, int which
         }
 }
 
-/* Block-wide: wait until every peer's same block signalled at least value. */
+/*
+ * Block-wide: wait until every peer's same block signalled at least value.
+ * The outcome reaches the block through __syncthreads_and, not a shared
+ * word: thread 0 could overwrite one in the next wait before a slow thread
+ * read it (compute-sanitizer's racecheck saw that in the push kernel, whose
+ * last piece waits twice with no barrier in between).
+ */
 __device__ __forceinline__ bool wait_peers(const hiar_ipc_args_t &a, int which, uint64_t value, hiar_waiter &w)
 {
-    __shared__ int all_ok;
+    bool ok = true;
+
     if (threadIdx.x == 0) {
-        bool ok = true;
         for (int k = 1; k < a.n && ok; k++) {
             int p = (a.me + k) % a.n;
             const uint64_t *flag =
@@ -404,10 +410,8 @@ __device__ __forceinline__ bool wait_peers(const hiar_ipc_args_t &a, int which, 
         }
         if (ok)
             release_next_kernel();
-        all_ok = ok;
     }
-    __syncthreads();
-    return all_ok;
+    return __syncthreads_and(ok);
 }
 
 __device__ __forceinline__ bool exchange_signal(const hiar_ipc_args_t &a, int which, uint64_t value,

@@ -150,8 +150,10 @@ extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int m
     }
 
     unsigned ll = (unsigned)hiar_ipc_oneshot_per_sm(1), push = (unsigned)hiar_ipc_oneshot_per_sm(0);
+    unsigned ll_norm = (unsigned)hiar_ipc_norm_per_sm();
     unsigned twoshot = (unsigned)hiar_ipc_twoshot_per_sm();
 
+    ll = ll_norm < ll ? ll_norm : ll;
     /* Mixed: every kernel in half an SM (push, which takes a whole one, is not used then: core/plan.c). */
     if (mixed) {
         ll = ll < 2 ? ll : 2;
@@ -223,7 +225,8 @@ extern "C" hiar_result_t hiar_ipc_probe_check(hiar_ipc_t *ipc, uint64_t token, i
 extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call)
 {
     const hiar_ipc_args_t *a = &ipc->args;
-    cudaError_t err = call->plan.kernel == HIAR_KERNEL_TWOSHOT
+    cudaError_t err = call->norm ? hiar_ipc_launch_norm(a, call)
+                      : call->plan.kernel == HIAR_KERNEL_TWOSHOT
                           ? hiar_ipc_launch_twoshot(a, call, HIAR_STEP_ALLREDUCE,
                                                     hiar_ipc_chunk_bytes(a->slot_bytes, a->n, a->n))
                           : hiar_ipc_launch_oneshot(a, call, call->plan.kernel == HIAR_KERNEL_LL);

@@ -57,6 +57,8 @@ typedef struct {
  */
 typedef struct {
     uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
+    /* The fused norm's partial sums of squares, per block: epoch << 32 | f32 bits (cuda/norm.cu). */
+    uint64_t norm_partial[HIAR_IPC_MAX_BLOCKS];
 } hiar_ipc_state_t;
 
 typedef struct {
@@ -121,6 +123,8 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
  * device (90 for sm_90), 0 if unknown. */
 int hiar_ipc_oneshot_per_sm(int ll);
 int hiar_ipc_twoshot_per_sm(void);
+/* ... and of the LL kernel with a norm fused in, which counts in the LL caps. */
+int hiar_ipc_norm_per_sm(void);
 int hiar_ipc_ptx_version(void);
 
 /*
@@ -130,6 +134,8 @@ int hiar_ipc_ptx_version(void);
  * undivided, for the hierarchical path) in chunks of `chunk` bytes.
  */
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll);
+/* The LL one-shot kernel with c->norm fused in (cuda/norm.cu). */
+cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);
 /* The latency path over groups in one LL kernel (oneshot.cu): group NULL for a group of one. */
 cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_args_t *group, const hiar_ipc_args_t *const *between, int nbetween,

@@ -8,7 +8,8 @@
 # ./gpu-logs), at most 8 files (what the device tool brings back).  $2 picks
 # the part: flat (one group per host, and the MPI step between groups), hier
 # (several groups on one host exchanging on the GPU, the pinned-host
-# transport, a killed rank, compute-sanitizer on those kernels), or all (the
+# transport, a killed rank, compute-sanitizer on those kernels), norm (the fused
+# allreduce + RMSNorm, its tests and the decode benchmark), or all (the
 # default; on one GPU more than one 10-minute call of the device tool).
 set -u
 out=${1:-gpu-logs}
@@ -97,6 +98,27 @@ hier_part() {
     run sanitizer $san --tool racecheck $bench --impl hiar -b 4K -e 4M -f 32 -n 1 -w 0
 }
 
+# hiar_allreduce_rmsnorm (issue 18): the fused kernel on one group (CUDA IPC and pinned host
+# memory), the unfused paths (several groups, shapes past the fused limit), eager and in CUDA
+# graphs, the decode benchmark at 2 and 4 ranks, and compute-sanitizer on both kernels.
+norm_part() {
+    local m2="$mpi -np $np" m4="$mpi -np $((2 * np))"
+    mps_start
+    run tests $m2 ./tests/mpi/test_rmsnorm --device
+    run tests $m2 ./tests/mpi/test_rmsnorm --graph --rounds=3
+    run tests $m4 ./tests/mpi/test_rmsnorm --graph
+    run tests $m4 -x HIAR_GROUPS="0,1|2,3" ./tests/mpi/test_rmsnorm --graph
+    run tests $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_BETWEEN=mpi ./tests/mpi/test_rmsnorm --device
+    run tests $m2 -x HIAR_PINNED=1 ./tests/mpi/test_rmsnorm --graph
+    run tests $m2 ./tests/gpu/test_gpu --quick
+    run bench-decode $m2 $bench --impl hiar --decode -n 200 -w 20
+    run bench-decode $m4 $bench --impl hiar --decode -n 200 -w 20
+    mps_stop
+    local san="$mpi -np 2 -x HIAR_PDL=0 compute-sanitizer"
+    run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
+    run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
+}
+
 # memcheck and synccheck (compute-sanitizer of CUDA 13.0) crashed the process with
 # programmatic dependent launches (HIAR_PDL=1) and pass without; racecheck passes with.
 sanitize_flat() {
@@ -111,8 +133,9 @@ sanitize_flat() {
 case $part in
 flat) flat_part ;;
 hier) hier_part ;;
-*) flat_part; hier_part ;;
+norm) norm_part ;;
+*) flat_part; hier_part; norm_part ;;
 esac
 # A rank per GPU only: with one GPU the ranks would time-slice it under the sanitizer.
-[ "$part" != hier ] && [ "$ngpu" -ge 2 ] && sanitize_flat
+[ "$part" = all ] || [ "$part" = flat ] && [ "$ngpu" -ge 2 ] && sanitize_flat
 exit 0

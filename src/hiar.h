@@ -238,6 +238,37 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
                                       hiar_stream_t stream);
 
 /*
+ * Allreduce + residual add + RMSNorm, the step after attention and after the
+ * MLP in tensor-parallel decode, in one call.  input, residual and out are
+ * [tokens x hidden] row-major of dtype; weight is [hidden] of weight_dtype:
+ *
+ *     s = allreduce_sum(input)                          (over comm, as dtype)
+ *     r = residual ? (residual += s) : s                (rounded to dtype, written back)
+ *     out[t] = r[t] / sqrt(mean(r[t]^2) + eps) * w      (w = weight, or 1 + weight
+ *                                                        with HIAR_RMSNORM_GEMMA)
+ *
+ * computed in f32 and rounded once to dtype.  dtype and weight_dtype are each
+ * HIAR_FLOAT32, HIAR_FLOAT16 or HIAR_BFLOAT16.  out == input is allowed (in
+ * place); residual may be NULL and must not overlap input, out or weight.
+ * Every rank gets the same bits in out and residual.  tokens == 0 is a no-op.
+ *
+ * The collective rules, memory kinds, streams, graph capture and failures
+ * are those of hiar_allreduce, with weight and residual of the same memory
+ * kind as input.  Device buffers in one group with CUDA IPC (or pinned host
+ * memory), up to the one-shot limit (HIAR_ONESHOT_MAX: 512 KB on 2 ranks,
+ * 256 KB on 4) and with hidden x the element size a multiple of 16 bytes,
+ * take one kernel: each row is reduced, added, normalised and written once.
+ * Elsewhere the call is hiar_allreduce into out followed by a norm kernel on
+ * the stream (host buffers: a host loop), with the same result.
+ */
+#define HIAR_RMSNORM_GEMMA 1u
+
+HIAR_API hiar_result_t hiar_allreduce_rmsnorm(const void *input, void *residual, const void *weight, void *out,
+                                              size_t tokens, size_t hidden, hiar_dtype_t dtype,
+                                              hiar_dtype_t weight_dtype, float eps, unsigned flags,
+                                              hiar_comm_t *comm, hiar_stream_t stream);
+
+/*
  * Registered memory: zero-copy outputs for device buffers.  A two-shot call
  * (large messages, inside one group with CUDA IPC) whose recvbuf lies at the
  * same offset of registered memory on every rank of the group, with count

@@ -52,6 +52,22 @@ typedef enum {
 struct hiar_wait;
 struct hiar_ipc_direct;
 
+/*
+ * The RMSNorm after a sum (hiar_allreduce_rmsnorm): per row of `hidden`
+ * elements of the call's dtype, s the row's allreduced sum as the dtype,
+ * r = round(residual + s) written back to residual (r = s without one),
+ * then out = round(r * rsqrt(mean(r^2) + eps) * (weight + weight_offset)),
+ * in f32.  Every path computes exactly this, fused or not.
+ */
+typedef struct hiar_norm {
+    void *residual;     /* the call's memory kind; NULL: none */
+    const void *weight; /* hidden elements of weight_dtype */
+    size_t hidden;
+    hiar_dtype_t weight_dtype;
+    float eps;
+    float weight_offset; /* 1 in the Gemma form, (1 + w); else 0 */
+} hiar_norm_t;
+
 typedef struct hiar_call {
     const void *sendbuf;
     void *recvbuf;
@@ -66,7 +82,7 @@ typedef struct hiar_call {
     struct hiar_wait *wait; /* the call's one deadline (base/wait.h) */
     /* recvbuf in registered memory on every rank of the group (cuda/api.h, core/reg.c); NULL: not */
     const struct hiar_ipc_direct *out_window;
-    const void *epilogue;   /* a fused kernel's extra arguments; NULL: none (reserved) */
+    const hiar_norm_t *norm; /* an RMSNorm fused into the kernel (plan: one group, LL); NULL: none */
     void *completion;       /* asynchronous completion; NULL: stream order (reserved) */
 } hiar_call_t;
 

@@ -1,4 +1,4 @@
-/* hiar_allreduce: validate, plan once, describe the call, run it.  No transport code here. */
+/* hiar_allreduce and the calls built on it: validate, plan once, describe the call, run it.  No transport code here. */
 #include "config.h"
 
 #include <stdint.h>
@@ -10,31 +10,26 @@
 #include "core/run.h"
 #include "net/coll.h"
 
-static hiar_result_t check_args(const void *sendbuf, void *recvbuf, size_t count,
-                                hiar_dtype_t dtype, hiar_op_t op)
+hiar_result_t hiar_call_check(const hiar_call_t *c, const char *name)
 {
-    size_t esize = hiar_dtype_size(dtype);
-    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+    size_t esize = hiar_dtype_size(c->dtype), count = c->count;
+    uintptr_t s = (uintptr_t)c->sendbuf, r = (uintptr_t)c->recvbuf;
 
-    HIAR_ARG_CHECK(esize, "hiar_allreduce: dtype %d is not a hiar_dtype_t (expected 0..%d)", (int)dtype,
+    HIAR_ARG_CHECK(esize, "%s: dtype %d is not a hiar_dtype_t (expected 0..%d)", name, (int)c->dtype,
                    HIAR_DTYPE_COUNT - 1);
-    HIAR_ARG_CHECK((unsigned)op < HIAR_OP_COUNT,
-                   "hiar_allreduce: op %d is not a hiar_op_t (expected 0..%d)", (int)op, HIAR_OP_COUNT - 1);
-    HIAR_ARG_CHECK(count <= PTRDIFF_MAX / esize,
-                   "hiar_allreduce: count %zu of %s overflows the address space", count,
-                   hiar_dtype_name(dtype));
+    HIAR_ARG_CHECK((unsigned)c->op < HIAR_OP_COUNT, "%s: op %d is not a hiar_op_t (expected 0..%d)", name,
+                   (int)c->op, HIAR_OP_COUNT - 1);
+    HIAR_ARG_CHECK(count <= PTRDIFF_MAX / esize, "%s: count %zu of %s overflows the address space", name, count,
+                   hiar_dtype_name(c->dtype));
     if (count == 0)
         return HIAR_SUCCESS;
-    HIAR_ARG_CHECK(sendbuf && recvbuf, "hiar_allreduce: %s is NULL with count %zu",
-                   sendbuf ? "recvbuf" : "sendbuf", count);
-    HIAR_ARG_CHECK(s % esize == 0 && r % esize == 0,
-                   "hiar_allreduce: %s %p is not aligned to the %zu-byte size of %s",
-                   s % esize ? "sendbuf" : "recvbuf", s % esize ? sendbuf : recvbuf, esize,
-                   hiar_dtype_name(dtype));
+    HIAR_ARG_CHECK(s && r, "%s: %s is NULL with count %zu", name, s ? "recvbuf" : "sendbuf", count);
+    HIAR_ARG_CHECK(s % esize == 0 && r % esize == 0, "%s: %s %p is not aligned to the %zu-byte size of %s", name,
+                   s % esize ? "sendbuf" : "recvbuf", s % esize ? c->sendbuf : c->recvbuf, esize,
+                   hiar_dtype_name(c->dtype));
     HIAR_ARG_CHECK(s == r || s + count * esize <= r || r + count * esize <= s,
-                   "hiar_allreduce: sendbuf %p and recvbuf %p overlap by part of %zu bytes; pass "
-                   "the same pointer for in-place",
-                   sendbuf, recvbuf, count * esize);
+                   "%s: sendbuf %p and recvbuf %p overlap by part of %zu bytes; pass the same pointer for in-place",
+                   name, c->sendbuf, c->recvbuf, count * esize);
     return HIAR_SUCCESS;
 }
 
@@ -68,21 +63,40 @@ static hiar_result_t check_global(hiar_comm_t *comm, const hiar_call_t *c, hiar_
     return rc;
 }
 
+#ifdef HIAR_HAVE_CUDA
+/* The fused norm's buffers must be of the call's memory kind (its kernels and host loop take one). */
+static hiar_result_t norm_on_device(const hiar_norm_t *nm, int device)
+{
+    const void *bufs[2] = {nm->weight, nm->residual};
+    static const char *const names[2] = {"weight", "residual"};
+
+    for (int i = 0; i < 2; i++) {
+        int d = device;
+        if (bufs[i])
+            HIAR_CHECK(hiar_cuda_is_device_pointer(bufs[i], &d));
+        HIAR_ARG_CHECK(d == device, "hiar_allreduce_rmsnorm: %s %p is %s memory but input and out are %s memory "
+                       "(expected the same kind)", names[i], bufs[i], d ? "device" : "host", device ? "device" : "host");
+    }
+    return HIAR_SUCCESS;
+}
+#endif
+
 /* 1 if either buffer is GPU memory (then both are treated as such). */
-static hiar_result_t on_device(const void *sendbuf, const void *recvbuf, int *device)
+static hiar_result_t on_device(const hiar_call_t *c, int *device)
 {
     *device = 0;
 #ifdef HIAR_HAVE_CUDA
     int d;
-    HIAR_CHECK(hiar_cuda_is_device_pointer(sendbuf, &d));
+    HIAR_CHECK(hiar_cuda_is_device_pointer(c->sendbuf, &d));
     *device = d;
-    if (recvbuf != sendbuf) {
-        HIAR_CHECK(hiar_cuda_is_device_pointer(recvbuf, &d));
+    if (c->recvbuf != c->sendbuf) {
+        HIAR_CHECK(hiar_cuda_is_device_pointer(c->recvbuf, &d));
         *device |= d;
     }
+    if (c->norm)
+        HIAR_CHECK(norm_on_device(c->norm, *device));
 #else
-    (void)sendbuf;
-    (void)recvbuf;
+    (void)c;
 #endif
     return HIAR_SUCCESS;
 }
@@ -128,7 +142,7 @@ static hiar_result_t capturable(const hiar_call_t *c)
 static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_result_t rc)
 {
     if (rc == HIAR_SUCCESS && c->count > 0)
-        rc = on_device(c->sendbuf, c->recvbuf, &c->device);
+        rc = on_device(c, &c->device);
     if (rc == HIAR_SUCCESS && c->count > 0) {
         plan(comm, c);
         rc = capturable(c);
@@ -138,28 +152,34 @@ static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_resul
     return rc;
 }
 
-hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
-                             hiar_op_t op, hiar_comm_t *comm, hiar_stream_t stream)
+hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t rc, const char *name)
 {
-    hiar_result_t rc = check_args(sendbuf, recvbuf, count, dtype, op);
     hiar_wait_t wait;
-    hiar_call_t call = {.sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .esize = hiar_dtype_size(dtype),
-                        .dtype = dtype, .op = op, .stream = stream};
 
     /* With HIAR_CHECK=global a local failure is shared with the peers. */
     if (rc != HIAR_SUCCESS && !hiar_comm_checks_globally(comm))
         return rc;
-    HIAR_CHECK(hiar_comm_enter(comm, "hiar_allreduce"));
+    HIAR_CHECK(hiar_comm_enter(comm, name));
     /* One deadline for the whole call: checks, chunks, barriers and MPI steps. */
-    wait = hiar_comm_wait(comm, "hiar_allreduce");
-    call.wait = &wait;
-    call.divisor = op == HIAR_AVG ? comm->size : 0;
-    rc = describe_call(comm, &call, rc);
-    if (rc == HIAR_SUCCESS && count > 0) {
-        rc = hiar_run(comm, &call);
+    wait = hiar_comm_wait(comm, name);
+    call->wait = &wait;
+    call->divisor = call->op == HIAR_AVG ? comm->size : 0;
+    rc = describe_call(comm, call, rc);
+    if (rc == HIAR_SUCCESS && call->count > 0) {
+        rc = hiar_run(comm, call);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }
+    call->wait = NULL;
     hiar_comm_leave(comm);
     return rc;
+}
+
+hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
+                             hiar_op_t op, hiar_comm_t *comm, hiar_stream_t stream)
+{
+    hiar_call_t call = {.sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .esize = hiar_dtype_size(dtype),
+                        .dtype = dtype, .op = op, .stream = stream};
+
+    return hiar_call_run(comm, &call, hiar_call_check(&call, "hiar_allreduce"), "hiar_allreduce");
 }

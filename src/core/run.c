@@ -4,10 +4,14 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/norm.h"
 #include "base/reduce.h"
 #include "core/hier.h"
 #include "core/run.h"
 #include "net/inter.h"
+#ifdef HIAR_HAVE_CUDA
+#include "transport/kernels.h"
+#endif
 
 /*
  * MPI reduces in the comm's scratch buffer, chunk by chunk, not in recvbuf: a
@@ -75,10 +79,9 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 }
 #endif
 
-hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
+/* The allreduce of a call, without a norm or with it fused (the transport's kernel applies c->norm). */
+static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 {
-    HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s", c->count, hiar_dtype_name(c->dtype),
-               hiar_op_name(c->op), c->device ? "device" : "host", hiar_plan_name(c->plan));
 #ifdef HIAR_HAVE_CUDA
     if (c->plan.via == HIAR_VIA_DEVICE)
         return run_device(comm, c);
@@ -89,4 +92,39 @@ hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
                                               "selected on this rank?)");
 #endif
     return hiar_run_host(comm, c);
+}
+
+/*
+ * The norm goes into the one-shot LL kernel of one group (cuda/norm.cu),
+ * whose packets must not straddle rows: rows of whole 16-byte packets.
+ */
+static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
+{
+#ifdef HIAR_HAVE_CUDA
+    return c->plan.via == HIAR_VIA_DEVICE && c->plan.alg == HIAR_ALG_ONESHOT && c->plan.kernel == HIAR_KERNEL_LL &&
+           hiar_transport_runs_kernels(comm->gpu->side.tp) && c->norm->hidden * c->esize % 16 == 0;
+#else
+    (void)comm;
+    (void)c;
+    return 0;
+#endif
+}
+
+hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_call_t sum = *c;
+
+    HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s%s", c->count, hiar_dtype_name(c->dtype),
+               hiar_op_name(c->op), c->device ? "device" : "host", hiar_plan_name(c->plan),
+               !c->norm ? "" : norm_fuses(comm, c) ? ", RMSNorm fused" : ", then RMSNorm");
+    if (!c->norm || norm_fuses(comm, c))
+        return run_sum(comm, c);
+    sum.norm = NULL;
+    HIAR_CHECK(run_sum(comm, &sum));
+#ifdef HIAR_HAVE_CUDA
+    if (c->device)
+        return hiar_cuda_norm(c);
+#endif
+    hiar_norm_host(c->norm, c->recvbuf, c->count / c->norm->hidden, c->dtype);
+    return HIAR_SUCCESS;
 }

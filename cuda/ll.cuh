@@ -1,0 +1,132 @@
+/*
+ * LL packets: 16-byte stores that carry their own readiness (cuda/oneshot.cu
+ * says how the one-shot kernels use them; cuda/norm.cu fuses a norm in).
+ * Packet buffers hold a sentinel (all bits set) wherever no packet is
+ * pending: a reader waits until a packet is free of it, then writes the
+ * sentinel back.  Two formats: data only (float types: 16 data bytes, an
+ * element that is the sentinel NaN sent as the NaN one bit below) and
+ * flagged ({data, 0, data, 0}: any bits, twice the bytes on the wire).
+ */
+#ifndef HIAR_LL_CUH
+#define HIAR_LL_CUH
+
+#include "device.cuh"
+
+__device__ __forceinline__ void ll_store(uint4 *dst, uint4 v)
+{
+    asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(dst), "r"(v.x), "r"(v.y),
+                 "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+
+__device__ __forceinline__ uint4 ll_load(const uint4 *src)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(src)
+                 : "memory");
+    return v;
+}
+
+#define LL_SENTINEL 0xffffffffu
+
+/* Integer types, and messages below LL_DATA_ONLY_MIN: 8 data bytes and two flag words per packet. */
+struct ll_flagged {
+    enum { DATA = 8 };
+    typedef uint2 data;
+    __device__ static uint2 own(uint2 d) { return d; }
+    __device__ static uint4 pack(uint2 d) { return make_uint4(d.x, 0, d.y, 0); }
+    __device__ static bool ready(uint4 v) { return v.y != LL_SENTINEL && v.w != LL_SENTINEL; }
+    __device__ static uint2 unpack(uint4 v) { return make_uint2(v.x, v.z); }
+};
+
+/* Float types of S bytes: 16 data bytes per packet; an element with all bits set marks it pending. */
+template <int S> struct ll_data_only {
+    enum { DATA = 16 };
+    typedef uint4 data;
+    /* The bits to flip in words lo, hi (elements of 2 or 4 bytes, or one of 8)
+     * so that no element is the sentinel: the lowest bit of each that is. */
+    __device__ static uint2 flips(uint32_t lo, uint32_t hi)
+    {
+        if (S == 2)
+            return make_uint2(__vcmpeq2(lo, LL_SENTINEL) & 0x00010001u, __vcmpeq2(hi, LL_SENTINEL) & 0x00010001u);
+        if (S == 4)
+            return make_uint2(lo == LL_SENTINEL, hi == LL_SENTINEL);
+        return make_uint2((lo & hi) == LL_SENTINEL, 0);
+    }
+    __device__ static uint4 own(uint4 d)
+    {
+        uint2 a = flips(d.x, d.y), b = flips(d.z, d.w);
+        return make_uint4(d.x ^ a.x, d.y ^ a.y, d.z ^ b.x, d.w ^ b.y);
+    }
+    __device__ static uint4 pack(uint4 d) { return d; }
+    __device__ static bool ready(uint4 v)
+    {
+        uint2 a = flips(v.x, v.y), b = flips(v.z, v.w);
+        return !(a.x | a.y | b.x | b.y);
+    }
+    __device__ static uint4 unpack(uint4 v) { return v; }
+};
+
+/*
+ * Data-only packets from this size on.  Measured on 2 H200 in CUDA graphs,
+ * bf16, us, flagged / data only, over three machine starts: 1-8 KB
+ * 2.28-2.54 / 2.44-2.61 (why data only costs more there is not understood),
+ * 16 KB 2.61-2.69 / 2.58-2.84, 32 KB 2.70-2.81 / 2.84-3.11, 64 KB
+ * 2.88-2.97 / 2.96-3.10, 128 KB 3.35-3.43 / 3.11-3.15, 256 KB 4.16-4.27 /
+ * 3.50-3.65.
+ */
+#define LL_DATA_ONLY_MIN (128 * 1024)
+
+/* The format of large messages of T: integer types have no spare bit pattern. */
+template <typename T> struct ll_large { typedef ll_flagged type; };
+template <> struct ll_large<__half> { typedef ll_data_only<2> type; };
+template <> struct ll_large<__nv_bfloat16> { typedef ll_data_only<2> type; };
+template <> struct ll_large<float> { typedef ll_data_only<4> type; };
+template <> struct ll_large<double> { typedef ll_data_only<8> type; };
+
+/* Packets that `sender` writes for call parity `parity` in the buffer at `base`. */
+__device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, uint32_t parity, int sender)
+{
+    return reinterpret_cast<uint4 *>(base + a.ll_offset +
+                                     ((size_t)parity * a.n + sender) * HIAR_IPC_LL_AREA_BYTES);
+}
+
+__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
+{
+    return a.state->epoch[blockIdx.x] + 1;
+}
+
+/* Packet i of every peer of `a` (own: mine), reduced in rank order into acc; false: gave up. */
+template <typename T, typename F>
+__device__ __forceinline__ bool ll_gather(const hiar_ipc_args_t &a, uint32_t parity, size_t i, typename F::data mine,
+                                          int op, unit_acc<T, F::DATA> &acc, hiar_waiter &w)
+{
+    bool ok = true;
+
+    for (int p = 0; p < a.n && ok; p++) {
+        typename F::data d = mine;
+        if (p != a.me) {
+            uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
+            uint4 v = ll_load(src);
+            while (!F::ready(v) && (ok = waiter_poll(w)))
+                v = ll_load(src);
+            ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
+            d = F::unpack(v);
+        }
+        if (p == 0)
+            acc.load(&d);
+        else
+            acc.fold(op, &d);
+    }
+    return ok;
+}
+
+__device__ __forceinline__ void ll_push(const hiar_ipc_args_t &a, uint32_t parity, size_t i, uint4 packet)
+{
+    for (int k = 1; k < a.n; k++)
+        ll_store(ll_area(a, a.base[(a.me + k) % a.n], parity, a.me) + i, packet);
+}
+
+#endif
