@@ -15,7 +15,7 @@
 
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
-       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS };
+       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -85,6 +85,8 @@ void bench_usage(FILE *out)
             "               several groups that share a GPU can starve each other)\n"
             "  --overlap    device buffers: time how soon each call returns to the caller\n"
             "               when 5 ms of work is ahead of it on the stream (eager only)\n"
+            "  --sync       device buffers: wait for the stream after every timed call, as\n"
+            "               MPI_Allreduce does (the preload's cost against hiar + sync)\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
@@ -254,6 +256,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
         if (parse_int(arg, 1, &o->layers))
             return bad(err, "--layers '%s': expected an integer of at least 1", arg);
         return 0;
+    case OPT_SYNC: o->sync = 1; return 0;
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
 }
@@ -289,6 +292,7 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"overlap", no_argument, NULL, OPT_OVERLAP}, {"json", no_argument, NULL, OPT_JSON},
         {"decode", no_argument, NULL, OPT_DECODE}, {"tokens", required_argument, NULL, OPT_TOKENS},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"layers", required_argument, NULL, OPT_LAYERS},
+        {"sync", no_argument, NULL, OPT_SYNC},
         {NULL, 0, NULL, 0}};
     int opt;
 
@@ -361,6 +365,8 @@ int bench_resolve_mode(bench_t *b, char *err)
                    "--csv, --json", o->mode == MODE_AUTO && !b->device ? "; no GPU found" : "");
     if (o->overlap && (!b->device || o->graph))
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
+    if (o->sync && (!b->device || o->graph))
+        return bad(err, "--sync needs device buffers (-m device) and eager calls (no --graph)");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
         return bad(err, "--split needs hiar in --impl");
     if (o->reg && (!b->device || !(o->impls & IMPL_BIT(IMPL_HIAR))))

@@ -56,6 +56,7 @@ typedef struct {
     int split;      /* also time hiar's parts: intra, inter, flat */
     int flat_only;  /* --flat: of the parts, flat only */
     int overlap;    /* --overlap: time how soon a call returns behind OVERLAP_MS of work on the stream */
+    int sync;       /* --sync: wait for the stream after every timed call */
     int reg;        /* send/recv from hiar_mem_alloc, registered with NCCL too */
     int decode;     /* --decode: allreduce + RMSNorm steps of tensor-parallel decode (bench-decode.c) */
     size_t tokens[BENCH_LIST_MAX], hidden[BENCH_LIST_MAX];

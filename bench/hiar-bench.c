@@ -124,8 +124,11 @@ static run_t run_many(bench_t *b, int impl, size_t count, int n)
 {
     run_t status = RUN_OK;
 
-    for (int i = 0; i < n && status == RUN_OK; i++)
+    for (int i = 0; i < n && status == RUN_OK; i++) {
         status = run_once(b, impl, count);
+        if (b->opt.sync)
+            bench_stream_sync(b);
+    }
     return status;
 }
 

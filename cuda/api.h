@@ -19,6 +19,8 @@ extern "C" {
 
 /* *on_device = 1 when ptr is device (or managed) memory, 0 for host memory. */
 hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device);
+/* *device = the GPU of device (or managed) memory at ptr, -1 for host memory (one CUDA query). */
+hiar_result_t hiar_cuda_pointer_device(const void *ptr, int *device);
 
 /* The current device and its PCI bus id ("0000:3b:00.0"); *device = -1 without a GPU. */
 hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);

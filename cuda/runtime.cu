@@ -21,19 +21,29 @@ static bool cuda_usable()
     return usable;
 }
 
-extern "C" hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device)
+extern "C" hiar_result_t hiar_cuda_pointer_device(const void *ptr, int *device)
 {
     cudaPointerAttributes attr;
 
-    *on_device = 0;
+    *device = -1;
     if (!cuda_usable())
         return HIAR_SUCCESS;
     if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
         cudaGetLastError(); /* not a pointer CUDA knows: host memory */
         return HIAR_SUCCESS;
     }
-    *on_device = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+    if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged)
+        *device = attr.device;
     return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_cuda_is_device_pointer(const void *ptr, int *on_device)
+{
+    int device;
+    hiar_result_t rc = hiar_cuda_pointer_device(ptr, &device);
+
+    *on_device = device >= 0;
+    return rc;
 }
 
 extern "C" hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32])

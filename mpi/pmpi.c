@@ -1,28 +1,25 @@
 /*
- * libhiar_mpi.so: MPI_Allreduce through hiar for programs written against
- * plain MPI (the MPI profiling interface).  Preload it into the ranks:
+ * libhiar_mpi.so: MPI_Allreduce, MPI_Iallreduce and persistent allreduce
+ * through hiar for programs written against plain MPI (the MPI profiling
+ * interface).  Preload it into the ranks:
  *
  *     mpirun -np 8 -x LD_PRELOAD=/usr/local/lib/libhiar_mpi.so ./train
  *
  * Every rank must take the same branch of a collective, or it hangs.  So the
  * choice between hiar and the MPI library depends only on what MPI requires
- * to be equal on every rank, or is agreed in the call:
+ * to be equal on every rank, or is agreed:
  *
  *   | step                                   | decided from              | same on every rank   |
  *   | -------------------------------------- | ------------------------- | -------------------- |
  *   | HIAR_PMPI=0 -> forward                 | environment               | yes (documented)     |
  *   | datatype, op not mapped -> forward     | (datatype, op)            | yes (MPI requires)   |
  *   | intercomm, size 1, no hiar comm -> fwd | the communicator          | yes (creation agreed)|
- *   | host / device / staged buffers         | this rank's buffers       | no: agreed per call  |
+ *   | host / device buffers                  | this rank's buffers       | no: agreed (path.c)  |
+ *   | forwarded on device buffers -> staged  | this rank's buffers       | no need (stage.c)    |
  *
- * Memory kinds (CUDA builds, communicators where some rank has a GPU): one
- * 8-byte hiar allreduce per call tells every rank whether all ranks passed
- * device buffers.  If they did, hiar runs on them (IPC kernels where the
- * group has them) and the call waits for the GPU; if not, ranks with device
- * buffers copy them through host memory and every rank reduces host buffers.
- * Buffers not aligned to the element size (MPI allows them, hiar does not)
- * are copied through an aligned host buffer on that rank alone.  Either way
- * every rank makes exactly one hiar call per MPI_Allreduce.
+ * This file: the datatype table, one hiar communicator per MPI communicator,
+ * the blocking entry points and MPI_Finalize.  path.c runs a served call,
+ * stage.c a forwarded one, request.c the non-blocking and persistent ones.
  *
  * State: one hiar communicator per MPI communicator, created on the first
  * eligible call (collective: every rank of the communicator makes that call)
@@ -45,14 +42,10 @@
 #include "hiar.h"
 #include "base/log.h"
 #include "base/param.h"
+#include "pmpi.h"
 #ifdef HIAR_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
 #include "cuda/api.h"
 #endif
-
-/* The only symbols libhiar_mpi.so exports (the link keeps ^MPI_ only). */
-#define PMPI_EXPORT __attribute__((visibility("default")))
 
 /* Most predefined datatypes mapped (the list in types_init). */
 #define TYPES_MAX 32
@@ -67,17 +60,6 @@ typedef struct {
     unsigned ops;
 } type_map_t;
 
-/* hiar's state for one MPI communicator (the attribute's value). */
-typedef struct pmpi_comm {
-    MPI_Comm mpi;      /* the user's communicator */
-    hiar_comm_t *hiar; /* NULL: every call on this communicator is forwarded */
-    int agree_kinds;   /* some rank has a GPU: agree on memory kinds per call */
-    int device;        /* the GPU current when the hiar comm was made (-1: none) */
-    int warned_device; /* buffers on another GPU were reported */
-    int warned;        /* a failure was reported */
-    struct pmpi_comm *prev, *next;
-} pmpi_comm_t;
-
 static struct {
     pthread_once_t once;
     int enabled, stats, keyval;
@@ -88,8 +70,7 @@ static struct {
     atomic_ullong via, forwarded;
 } g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
-/* Set while this thread is inside hiar: MPI_Allreduce from there goes to MPI. */
-static _Thread_local int inside_hiar;
+_Thread_local int pmpi_inside_hiar;
 
 /* ---- parameters and the datatype table ---- */
 
@@ -246,10 +227,12 @@ static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
     live_remove(s);
+    pmpi_requests_finish(s);
+    pmpi_path_release(s);
     if (s->hiar) {
-        inside_hiar++;
+        pmpi_inside_hiar++;
         hiar_comm_destroy(s->hiar);
-        inside_hiar--;
+        pmpi_inside_hiar--;
     }
     free(s);
     return MPI_SUCCESS;
@@ -268,14 +251,14 @@ static int current_device(void)
 #endif
 }
 
-/* Whether any rank of comm has a GPU (then memory kinds are agreed per call). */
-static int any_gpu(MPI_Comm comm)
+/* Whether every rank of comm has a GPU (else device buffers are reduced on the host). */
+static int all_gpu(MPI_Comm comm)
 {
 #ifdef HIAR_HAVE_CUDA
-    int mine = current_device() >= 0, any = 1;
+    int mine = current_device() >= 0, all = 0;
 
-    PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
-    return any;
+    PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all;
 #else
     (void)comm;
     return 0;
@@ -302,17 +285,19 @@ static pmpi_comm_t *comm_attach(MPI_Comm comm)
         PMPI_Comm_size(comm, &size);
     if (!inter && size > 1) {
         hiar_result_t rc;
-        inside_hiar++;
+        pmpi_inside_hiar++;
         rc = hiar_comm_create(comm, NULL, &s->hiar);
-        inside_hiar--;
+        pmpi_inside_hiar--;
         if (rc != HIAR_SUCCESS) {
             HIAR_WARN(MPI, "libhiar_mpi: no hiar communicator for this MPI communicator (%s: %s); "
                            "its MPI_Allreduce calls go to MPI",
                       hiar_strerror(rc), hiar_last_error());
             s->hiar = NULL;
         } else {
-            s->agree_kinds = any_gpu(comm);
+            s->all_gpu = all_gpu(comm);
             s->device = current_device();
+            for (int i = 0; i < PMPI_KIND_SLOTS; i++)
+                s->kinds[i].dtype = -1;
         }
     }
     if (PMPI_Comm_set_attr(comm, g.keyval, s) != MPI_SUCCESS) {
@@ -333,157 +318,33 @@ static pmpi_comm_t *comm_state(MPI_Comm comm)
     return found ? s : comm_attach(comm);
 }
 
-/* ---- the reduction ---- */
-
-enum { MEM_HOST, MEM_DEVICE, MEM_STAGED };
-
-/* Copies between host and host or device memory (synchronous). */
-static hiar_result_t copy(void *dst, const void *src, size_t bytes, int device)
-{
-#ifdef HIAR_HAVE_CUDA
-    if (device)
-        return hiar_cuda_copy(dst, src, bytes, NULL);
-#else
-    (void)device;
-#endif
-    memcpy(dst, src, bytes);
-    return HIAR_SUCCESS;
-}
-
-/* Through an aligned host buffer: misaligned buffers, and device buffers in a mixed call. */
-static hiar_result_t reduce_staged(pmpi_comm_t *s, const void *send, int send_dev, void *recv, int recv_dev,
-                                   size_t count, hiar_dtype_t dtype, hiar_op_t op)
-{
-    size_t bytes = count * hiar_dtype_size(dtype);
-    void *tmp = malloc(bytes);
-    hiar_result_t rc;
-
-    if (!tmp)
-        return hiar_error_set(HIAR_NO_MEMORY, "MPI_Allreduce: cannot allocate %zu bytes to stage the buffers",
-                              bytes);
-    rc = copy(tmp, send, bytes, send_dev);
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_allreduce(tmp, tmp, count, dtype, op, s->hiar, NULL);
-    if (rc == HIAR_SUCCESS)
-        rc = copy(recv, tmp, bytes, recv_dev);
-    free(tmp);
-    return rc;
-}
-
-#ifdef HIAR_HAVE_CUDA
-/* Device buffers on the legacy default stream; MPI returns when the data is there. */
-static hiar_result_t reduce_device(pmpi_comm_t *s, const void *send, void *recv, size_t count,
-                                   hiar_dtype_t dtype, hiar_op_t op)
-{
-    hiar_result_t async = HIAR_SUCCESS;
-    cudaError_t err;
-
-    HIAR_CHECK(hiar_allreduce(send, recv, count, dtype, op, s->hiar, NULL));
-    err = cudaStreamSynchronize(NULL);
-    if (err != cudaSuccess)
-        return hiar_error_set(HIAR_CUDA_ERROR, "MPI_Allreduce: waiting for hiar's kernel failed: %s",
-                              cudaGetErrorString(err));
-    HIAR_CHECK(hiar_comm_get_async_error(s->hiar, &async));
-    if (async != HIAR_SUCCESS)
-        return hiar_error_set(async, "MPI_Allreduce: hiar's kernel failed: %s", hiar_strerror(async));
-    return HIAR_SUCCESS;
-}
-#endif
-
-/*
- * The hiar comm took the GPU that was current at the first MPI_Allreduce;
- * a program that selects its GPU after that passes buffers of another GPU,
- * which hiar's kernels on the first cannot serve: those are staged.
- */
-static int on_comm_device(pmpi_comm_t *s, const void *buf)
-{
-#ifdef HIAR_HAVE_CUDA
-    struct cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, buf) != cudaSuccess) {
-        cudaGetLastError();
-        return 0;
-    }
-    if (attr.device == s->device)
-        return 1;
-    if (!s->warned_device) {
-        s->warned_device = 1;
-        HIAR_WARN(MPI, "libhiar_mpi: buffers on GPU %d, but the hiar communicator was made while GPU %d "
-                       "was current (select the GPU before the first MPI_Allreduce): staging through host "
-                       "memory",
-                  attr.device, s->device);
-    }
-    return 0;
-#else
-    (void)s;
-    (void)buf;
-    return 0;
-#endif
-}
-
-static hiar_result_t reduce(pmpi_comm_t *s, const void *send, void *recv, size_t count, hiar_dtype_t dtype,
-                            hiar_op_t op)
-{
-    size_t esize = hiar_dtype_size(dtype);
-    int send_dev = 0, recv_dev = 0, mode;
-
-#ifdef HIAR_HAVE_CUDA
-    HIAR_CHECK(hiar_cuda_is_device_pointer(send, &send_dev));
-    recv_dev = send_dev;
-    if (recv != send)
-        HIAR_CHECK(hiar_cuda_is_device_pointer(recv, &recv_dev));
-#endif
-    if ((uintptr_t)send % esize || (uintptr_t)recv % esize || send_dev != recv_dev ||
-        (send_dev && !on_comm_device(s, recv)))
-        mode = MEM_STAGED;
-    else
-        mode = send_dev ? MEM_DEVICE : MEM_HOST;
-    if (s->agree_kinds) {
-        /* [some rank has device buffers, some rank has not] */
-        int32_t mine[2] = {mode == MEM_DEVICE, mode != MEM_DEVICE}, all[2];
-        HIAR_CHECK(hiar_allreduce(mine, all, 2, HIAR_INT32, HIAR_MAX, s->hiar, NULL));
-        if (mode == MEM_DEVICE && all[1])
-            mode = MEM_STAGED;
-    }
-    switch (mode) {
-    case MEM_HOST:
-        return hiar_allreduce(send, recv, count, dtype, op, s->hiar, NULL);
-#ifdef HIAR_HAVE_CUDA
-    case MEM_DEVICE:
-        return reduce_device(s, send, recv, count, dtype, op);
-#endif
-    default:
-        return reduce_staged(s, send, send_dev, recv, recv_dev, count, dtype, op);
-    }
-}
-
 /* ---- entry points ---- */
 
-static int pmpi_allreduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
-                          MPI_Comm comm, int large)
+void pmpi_count(int via_hiar)
 {
-#ifdef HAVE_MPI_ALLREDUCE_C
-    if (large)
-        return PMPI_Allreduce_c(sendbuf, recvbuf, (MPI_Count)count, type, op, comm);
-#else
-    (void)large;
-#endif
-    return PMPI_Allreduce(sendbuf, recvbuf, (int)count, type, op, comm);
+    atomic_fetch_add_explicit(via_hiar ? &g.via : &g.forwarded, 1, memory_order_relaxed);
 }
 
-static int forward(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm, int large)
+int pmpi_enabled(void)
 {
-    atomic_fetch_add_explicit(&g.forwarded, 1, memory_order_relaxed);
-    return pmpi_allreduce(sendbuf, recvbuf, count, type, op, comm, large);
+    pthread_once(&g.once, init_once);
+    return g.enabled;
+}
+
+int pmpi_served(const pmpi_args_t *a, pmpi_comm_t **s, hiar_dtype_t *dtype, hiar_op_t *hop)
+{
+    return pmpi_enabled() && a->count > 0 && a->comm != MPI_COMM_NULL && map_call(a->type, a->op, dtype, hop) &&
+           (*s = comm_state(a->comm)) != NULL && (*s)->hiar != NULL;
 }
 
 /* A failure after hiar started: MPI's error path (fatal by default, as MPI's own errors). */
-static int fail(pmpi_comm_t *s, MPI_Comm comm, hiar_result_t rc)
+int pmpi_fail(pmpi_comm_t *s, MPI_Comm comm, hiar_result_t rc)
 {
     int code = rc == HIAR_NO_MEMORY ? MPI_ERR_NO_MEM : MPI_ERR_OTHER;
 
-    if (!s->warned) {
-        s->warned = 1;
+    if (!s || !s->warned) {
+        if (s)
+            s->warned = 1;
         HIAR_WARN(MPI, "MPI_Allreduce through hiar failed: %s: %s", hiar_strerror(rc), hiar_last_error());
     }
     PMPI_Comm_call_errhandler(comm, code);
@@ -493,30 +354,29 @@ static int fail(pmpi_comm_t *s, MPI_Comm comm, hiar_result_t rc)
 static int allreduce(const void *sendbuf, void *recvbuf, size_t count, MPI_Datatype type, MPI_Op op,
                      MPI_Comm comm, int large)
 {
+    pmpi_args_t a = {sendbuf, recvbuf, count, type, op, comm};
     hiar_dtype_t dtype;
     hiar_op_t hop;
     hiar_result_t rc;
     pmpi_comm_t *s;
 
-    if (inside_hiar)
-        return pmpi_allreduce(sendbuf, recvbuf, count, type, op, comm, large);
-    pthread_once(&g.once, init_once);
-    if (!g.enabled || count == 0 || comm == MPI_COMM_NULL || !map_call(type, op, &dtype, &hop) ||
-        !(s = comm_state(comm)) || !s->hiar)
-        return forward(sendbuf, recvbuf, count, type, op, comm, large);
-    inside_hiar++;
-    rc = reduce(s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, dtype, hop);
-    inside_hiar--;
+    if (pmpi_inside_hiar)
+        return pmpi_forward_plain(&a, large);
+    if (!pmpi_served(&a, &s, &dtype, &hop))
+        return g.enabled ? pmpi_forward(&a, large) : (pmpi_count(0), pmpi_forward_plain(&a, large));
+    pmpi_inside_hiar++;
+    rc = pmpi_path_run(s, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, recvbuf, count, dtype, hop, NULL);
+    pmpi_inside_hiar--;
     if (rc == HIAR_SUCCESS) {
-        atomic_fetch_add_explicit(&g.via, 1, memory_order_relaxed);
+        pmpi_count(1);
         return MPI_SUCCESS;
     }
     /* Refused before any data moved (e.g. overlapping buffers): MPI decides. */
     if (rc == HIAR_INVALID_ARGUMENT || rc == HIAR_UNSUPPORTED) {
         HIAR_INFO(MPI, "MPI_Allreduce forwarded to MPI: %s", hiar_last_error());
-        return forward(sendbuf, recvbuf, count, type, op, comm, large);
+        return pmpi_forward(&a, large);
     }
-    return fail(s, comm, rc);
+    return pmpi_fail(s, comm, rc);
 }
 
 PMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -581,8 +441,10 @@ PMPI_EXPORT int MPI_Finalize(void)
     PMPI_Finalized(&finalized);
     if (!finalized) {
         pthread_once(&g.once, init_once);
+        pmpi_requests_drain();
         report_stats();
         detach_all();
+        pmpi_stage_release();
     }
     return PMPI_Finalize();
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # pmpi-check.sh NP [ARGS...]: runs tests/pmpi/pmpi_host ARGS (a plain MPI
-# program) on NP ranks three times and compares them:
+# program; HIAR_TEST_PROGRAM names another of the same kind, e.g.
+# ./tests/pmpi/pmpi_nb) on NP ranks three times and compares them:
 #   plain  without libhiar_mpi.so;
 #   hiar   with it preloaded and HIAR_PMPI_STATS=1: the same result bits, and
 #          the line "hiar-pmpi: N calls via hiar, M forwarded" has the counts
@@ -15,6 +16,7 @@ fi
 np=$1
 shift
 args="$*"
+program=${HIAR_TEST_PROGRAM:-./tests/pmpi/pmpi_host}
 srcdir=${srcdir:-.}
 lib=$(cd "${top_builddir:-.}" && pwd)/.libs/libhiar_mpi.so
 if [ ! -r "$lib" ]; then
@@ -43,7 +45,7 @@ launch() {
             LD_PRELOAD=$HIAR_TEST_PRELOAD
             export LD_PRELOAD
         fi
-        exec "$0" "$@"' ./tests/pmpi/pmpi_host $args --out "$tmp/$1.out" >"$tmp/$1.log" 2>&1
+        exec "$0" "$@"' "$program" $args --out "$tmp/$1.out" >"$tmp/$1.log" 2>&1
     rc=$?
     grep -e '^np=' -e '^expect:' -e '^hiar-pmpi:' -e '^FAIL' "$tmp/$1.log"
     if [ $rc -ne 0 ]; then

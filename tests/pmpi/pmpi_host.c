@@ -30,6 +30,8 @@
 
 #include <mpi.h>
 
+#include "record.h"
+
 typedef enum { F, S, U } kind_t; /* float, signed, unsigned */
 
 typedef struct {
@@ -49,9 +51,8 @@ typedef struct {
     rop_t ref;
 } odesc_t;
 
-static int world_rank, world_size, passed, failed;
+static int world_rank, world_size;
 static long long intercepted, forwarded; /* this rank's calls, by expectation */
-static FILE *out;
 
 /* ---- values: element i of world rank r in case c ---- */
 
@@ -132,38 +133,6 @@ static void reference(const tdesc_t *t, const odesc_t *o, int c, const int *rank
     }
 }
 
-/* ---- bookkeeping without MPI_Allreduce ---- */
-
-static uint64_t fnv1a(const void *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-    return h;
-}
-
-/* Records one case: passed if it passed on every rank; writes the hashes to --out. */
-static void record(const char *name, int ok, uint64_t hash)
-{
-    int all_ok = 0;
-    uint64_t *hashes = world_rank == 0 ? malloc(sizeof(uint64_t) * (size_t)world_size) : NULL;
-
-    MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, 0, MPI_COMM_WORLD);
-    MPI_Gather(&hash, 1, MPI_UINT64_T, hashes, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    if (world_rank == 0) {
-        all_ok ? passed++ : failed++;
-        if (!all_ok)
-            printf("FAIL %s\n", name);
-        if (out) {
-            fprintf(out, "%s", name);
-            for (int r = 0; r < world_size; r++)
-                fprintf(out, " %016llx", (unsigned long long)hashes[r]);
-            fprintf(out, "\n");
-        }
-    }
-    free(hashes);
-}
-
 /* World ranks of comm's group (or of the remote group of an intercommunicator). */
 static int *group_ranks(MPI_Comm comm, int remote, int *n)
 {
@@ -225,7 +194,7 @@ static void run_case(const char *label, MPI_Comm comm, const tdesc_t *t, const o
     expect ? intercepted++ : forwarded++;
     snprintf(name, sizeof(name), "%s/%s/%s/n=%d%s%s", label, t->name, o->name, count, in_place ? "/in-place" : "",
              misalign ? "/misaligned" : "");
-    record(name, ok, fnv1a(recv + off, bytes));
+    record_case(name, ok, record_hash(recv + off, bytes));
     free(ranks);
     free(send);
     free(recv);
@@ -279,7 +248,6 @@ int main(int argc, char **argv)
     const odesc_t o_band = {"band", MPI_BAND, R_BAND}, o_bor = {"bor", MPI_BOR, R_BOR};
     MPI_Comm dup, half, self_dup, inter = MPI_COMM_NULL;
     MPI_Op user_op;
-    long long mine[2], all[2];
 
     int thread_multiple = 0, provided;
     for (int i = 1; i < argc; i++)
@@ -290,11 +258,7 @@ int main(int argc, char **argv)
         MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    for (int i = 1; i + 1 < argc; i++)
-        if (strcmp(argv[i], "--out") == 0 && world_rank == 0 && !(out = fopen(argv[i + 1], "w"))) {
-            perror(argv[i + 1]);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+    record_open(argc, argv);
     int multi = world_size > 1;
 
     /* World: the whole matrix; sizes across the shared-buffer chunking. */
@@ -327,7 +291,7 @@ int main(int argc, char **argv)
             ref = world_size * i + 3 * world_size * (world_size - 1) / 2;
             ok &= pair_out[i] == ref;
         }
-        record("world/pair_of_int/user_sum/n=50", ok, fnv1a(pair_out, sizeof(pair_out)));
+        record_case("world/pair_of_int/user_sum/n=50", ok, record_hash(pair_out, sizeof(pair_out)));
         MPI_Type_free(&pair);
     }
     MPI_Op_free(&user_op);
@@ -370,17 +334,7 @@ int main(int argc, char **argv)
     run_case("half-after-inter", half, &t_int, &ops[1], 10, 0, 0, half_size > 1);
     MPI_Comm_free(&half);
 
-    mine[0] = intercepted;
-    mine[1] = forwarded;
-    MPI_Reduce(mine, all, 2, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (world_rank == 0) {
-        printf("expect: %lld intercepted, %lld forwarded\n", all[0], all[1]);
-        printf("np=%d: %d passed, %d failed\n", world_size, passed, failed);
-        if (out)
-            fclose(out);
-    }
-    int bad = world_rank == 0 && (failed || !passed);
-    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int bad = record_finish(intercepted, forwarded);
     MPI_Finalize();
     return bad ? 1 : 0;
 }

@@ -116,7 +116,7 @@ Test(params, table_is_consistent)
 
 /* The parameters read before any communicator exists (HIAR_LIBRARY: by the Python package), written out here. */
 static const hiar_param_id_t process_params[] = {HIAR_P_DEBUG, HIAR_P_DEBUG_SUBSYS, HIAR_P_DEBUG_FILE,
-                                                 HIAR_P_PMPI, HIAR_P_PMPI_STATS, HIAR_P_LIBRARY};
+                                                 HIAR_P_PMPI, HIAR_P_PMPI_STATS, HIAR_P_PMPI_STAGE_BYTES, HIAR_P_LIBRARY};
 enum { NPROCESS_PARAMS = sizeof(process_params) / sizeof(process_params[0]) };
 
 Test(params, scopes)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issue 20 on the GPU machine, from an unpacked and built release tarball,
+# with CUDA MPS running (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY in
+# the environment): libhiar_mpi.so on device buffers, 2 ranks on one GPU.
+#   1. tests/pmpi/pmpi-device.test: every case against host references
+#   2. the issue's bench command, bf16 (user op: forwarded, staged) and float32 (hiar)
+#   3. MPI_Iallreduce of 16 MB beside a 5 ms kernel (tests/pmpi/pmpi_overlap)
+#   4. per-call cost: hiar-bench --sync (mpi through the preload against
+#      hiar_allreduce + cudaStreamSynchronize) and tests/pmpi/pmpi_cost.py
+#      (mpi4py on torch CUDA tensors against hiar_allreduce by ctypes)
+# Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
+set -u
+out=${1:-gpu-logs}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
+lib=$PWD/.libs/libhiar_mpi.so
+mpi="mpirun --oversubscribe --bind-to none -np 2 -x HIAR_TIMEOUT_MS -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+run() { # log name, grep pattern, then the command
+    local name=$1 pattern=$2
+    shift 2
+    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
+    timeout 150 "$@" >>"$out/$name.log" 2>&1
+    local rc=$?
+    grep -E "$pattern" "$out/$name.log" | tail -n 30 | tee -a "$out/summary.txt"
+    echo "-> exit $rc" | tee -a "$out/summary.txt"
+}
+run device 'passed|FAIL|expect|hiar-pmpi' env srcdir=. top_builddir=. MPIRUN=mpirun \
+    HIAR_TEST_MPIRUN_ARGS="-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY" sh tests/pmpi/pmpi-device.test
+for d in bfloat16 float32; do
+    run bench '^ +[0-9]|Out of bounds|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
+        ./bench/hiar-bench -m device -d $d --impl hiar,mpi --mpi-device -b 1K -e 16M -n 20 -w 5
+done
+run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" ./tests/pmpi/pmpi_overlap
+run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
+    ./bench/hiar-bench -m device -d float32 --impl hiar,mpi --mpi-device --sync -b 1K -e 1M -f 4 -n 500 -w 50
+run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
+    ./bench/hiar-bench -m host -d float32 --impl hiar,mpi -b 1K -e 1M -f 4 -n 500 -w 50
+run cost '^ +[0-9]|bytes|wrong' $mpi -x LD_PRELOAD="$lib" python3 tests/pmpi/pmpi_cost.py "$PWD/.libs/libhiar.so" device
