@@ -288,6 +288,29 @@ static void bad_inputs(hiar_comm_t *comm)
     }
 }
 
+#ifdef HIAR_TEST_CUDA
+/* Device activations with host weights (or residual): refused, the comm still usable. */
+static void bad_kinds(hiar_comm_t *comm)
+{
+    float hw[8] = {1, 1, 1, 1, 1, 1, 1, 1}, hr[8] = {0};
+    char *x = dev_copy(hw, sizeof(hw), 0), *w = dev_copy(hw, sizeof(hw), 0);
+
+    for (int i = 0; i < 2; i++) {
+        hiar_result_t rc = hiar_allreduce_rmsnorm(x, i ? hr : NULL, i ? (const void *)w : hw, x, 1, 8, HIAR_FLOAT32,
+                                                  HIAR_FLOAT32, 1e-6f, 0, comm, stream);
+        if (rc != HIAR_INVALID_ARGUMENT || !strstr(hiar_last_error(), i ? "residual" : "weight")) {
+            if (failed++ < 10)
+                fprintf(stderr, "rank %d: host %s with device input: got %s (%s), expected HIAR_INVALID_ARGUMENT\n",
+                        rank, i ? "residual" : "weight", hiar_strerror(rc), hiar_last_error());
+        } else {
+            passed++;
+        }
+    }
+    dev_free(x, 0);
+    dev_free(w, 0);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
@@ -343,6 +366,10 @@ int main(int argc, char **argv)
                 }
     if (!device)
         bad_inputs(comm);
+#ifdef HIAR_TEST_CUDA
+    else
+        bad_kinds(comm);
+#endif
     hiar_comm_destroy(comm);
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&failed, &total_failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
