@@ -196,14 +196,18 @@ static void store(void *dst, hiar_dtype_t dtype, exact_t v)
     }
 }
 
+void bench_store_real(void *dst, hiar_dtype_t dtype, double v)
+{
+    store(dst, dtype, (exact_t){v, 0});
+}
+
 static int is_float(hiar_dtype_t dtype)
 {
     return dtype == HIAR_FLOAT16 || dtype == HIAR_BFLOAT16 || dtype == HIAR_FLOAT32 ||
            dtype == HIAR_FLOAT64;
 }
 
-/* One element of a float dtype, as a double (exact). */
-static double load_real(const void *src, hiar_dtype_t dtype)
+double bench_load_real(const void *src, hiar_dtype_t dtype)
 {
     uint16_t h;
     float f;
@@ -231,8 +235,8 @@ static int matches(const void *got, const void *want, hiar_dtype_t dtype, double
 
     if (!is_float(dtype))
         return memcmp(got, want, hiar_dtype_size(dtype)) == 0;
-    g = load_real(got, dtype);
-    w = load_real(want, dtype);
+    g = bench_load_real(got, dtype);
+    w = bench_load_real(want, dtype);
     if (g == w) /* also equal infinities: float16 products of many 2s */
         return 1;
     diff = g > w ? g - w : w - g;

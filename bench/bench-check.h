@@ -19,6 +19,10 @@ uint16_t bench_float_to_half(float f);
 float bench_bf16_to_float(uint16_t b);
 uint16_t bench_float_to_bf16(float f);
 
+/* One element of a float dtype as a double (exact), and v rounded to a float dtype as one element. */
+double bench_load_real(const void *src, hiar_dtype_t dtype);
+void bench_store_real(void *dst, hiar_dtype_t dtype, double v);
+
 /*
  * Writes rank's input for elements 0..count-1 of an allreduce of `dtype` with
  * `op` over nranks ranks.  Values depend on the element index and the rank,

@@ -13,11 +13,14 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "bench-check.h"
 #include "bench-decode.h"
 #include "bench-mem.h"
 #include "bench-norm.h"
+#ifdef HIAR_HAVE_NCCL
+#include "bench-nccl.h"
+#endif
 
 #define EPS 1e-6f
 
@@ -42,41 +45,19 @@ static double value(int who, size_t i, int weight)
     return weight ? 0.5 + (double)(h % 64) / 64.0 : -2.0 + (double)(h % 256) / 64.0;
 }
 
-/* Host element of dtype as double. */
+/* Element i of a host buffer of dtype t, as a double. */
 static double load(hiar_dtype_t t, const void *p, size_t i)
 {
-    uint32_t u;
-    float f;
-
-    if (t == HIAR_FLOAT32)
-        return ((const float *)p)[i];
-    u = ((const uint16_t *)p)[i];
-    if (t == HIAR_BFLOAT16) {
-        u <<= 16;
-        memcpy(&f, &u, sizeof f);
-        return f;
-    }
-    return ldexp((double)((u & 0x3ff) | ((u >> 10 & 0x1f) ? 0x400 : 0)),
-                 (int)((u >> 10 & 0x1f) ? (u >> 10 & 0x1f) : 1) - 25) * ((u & 0x8000) ? -1 : 1);
+    return bench_load_real((const char *)p + i * hiar_dtype_size(t), t);
 }
 
-/* value()s into dev as dtype: exact conversions (f16: normal numbers and zero, all value() gives). */
+/* value()s into dev as the dtype (exact: multiples of 2^-6 below 2 in magnitude). */
 static void fill(const bench_t *b, void *dev, size_t n, int who, int weight)
 {
-    void *h = malloc(n * 4);
+    char *h = malloc(n * b->esize);
 
-    for (size_t i = 0; i < n; i++) {
-        float f = (float)value(who, i, weight);
-        uint32_t u;
-        memcpy(&u, &f, sizeof u);
-        if (b->opt.dtype == HIAR_FLOAT32)
-            ((float *)h)[i] = f;
-        else if (b->opt.dtype == HIAR_BFLOAT16)
-            ((uint16_t *)h)[i] = (uint16_t)(u >> 16);
-        else
-            ((uint16_t *)h)[i] = (uint16_t)(f == 0 ? 0 : (u >> 16 & 0x8000) | ((u >> 23 & 0xff) - 112) << 10 |
-                                                             (u >> 13 & 0x3ff));
-    }
+    for (size_t i = 0; i < n; i++)
+        bench_store_real(h + i * b->esize, b->opt.dtype, value(who, i, weight));
     bench_copy(b, dev, h, n * b->esize);
     free(h);
 }
@@ -128,9 +109,8 @@ static int step(bench_t *b, int impl, const step_t *s)
     if (impl == DEC_SUM)
         return 0;
 #ifdef HIAR_HAVE_NCCL
-    if (impl == DEC_NCCL && ncclAllReduce(s->in, s->out, s->n, t == HIAR_FLOAT32 ? ncclFloat32
-                                                                : t == HIAR_FLOAT16 ? ncclFloat16 : ncclBfloat16,
-                                          ncclSum, b->nccl, b->stream) != ncclSuccess)
+    if (impl == DEC_NCCL && ncclAllReduce(s->in, s->out, s->n, bench_nccl_type(t), ncclSum, b->nccl, b->stream) !=
+                                ncclSuccess)
         return 1;
 #endif
     return bench_norm(s->out, s->res, s->w, s->tokens, s->hidden, t, EPS, b->stream) != 0;

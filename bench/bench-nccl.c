@@ -12,7 +12,7 @@
             bench_die("%s: %s", #_call, ncclGetErrorString(nccl_rc_));                     \
     } while (0)
 
-static ncclDataType_t nccl_type_of(hiar_dtype_t dtype)
+ncclDataType_t bench_nccl_type(hiar_dtype_t dtype)
 {
     switch (dtype) {
     case HIAR_INT32: return ncclInt32;
@@ -66,7 +66,7 @@ void bench_nccl_teardown(bench_t *b)
 
 run_t bench_nccl_run(bench_t *b, int impl, size_t count)
 {
-    ncclResult_t rc = ncclAllReduce(b->send, b->recv, count, nccl_type_of(b->opt.dtype),
+    ncclResult_t rc = ncclAllReduce(b->send, b->recv, count, bench_nccl_type(b->opt.dtype),
                                     nccl_op_of(b->opt.op), b->nccl, b->stream);
 
     (void)impl;

@@ -10,7 +10,7 @@
 extern "C" int bench_norm(void *x, void *residual, const void *weight, size_t tokens, size_t hidden,
                           hiar_dtype_t dtype, float eps, void *stream)
 {
-    size_t esize = dtype == HIAR_FLOAT32 ? 4 : 2;
+    size_t esize = hiar_dtype_size(dtype);
     norm_row_args nm = {(char *)residual, (const char *)weight, hidden, hidden * esize, (int)esize, eps, 0.0f};
 
     return (int)norm_dispatch(dtype, [&](auto t) {

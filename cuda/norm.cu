@@ -146,11 +146,11 @@ static cudaError_t launch_fused(const hiar_ipc_args_t *a, const hiar_call_t *c, 
                            slices);
 }
 
-/* Every (activation, weight) pair; the packet format by size, as the plain LL kernel's. */
-template <typename L> static cudaError_t dispatch_pair(const hiar_call_t *c, L launch)
+/* launch(T(), W()) for activations of dtype and weights of weight_dtype. */
+template <typename L> static cudaError_t dispatch_pair(hiar_dtype_t dtype, hiar_dtype_t weight_dtype, L launch)
 {
-    return norm_dispatch(c->dtype, [&](auto t) {
-        return norm_dispatch(c->norm->weight_dtype, [&](auto w) { return launch(t, w); });
+    return norm_dispatch(dtype, [&](auto t) {
+        return norm_dispatch(weight_dtype, [&](auto w) { return launch(t, w); });
     });
 }
 
@@ -158,7 +158,8 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
 
-    return dispatch_pair(c, [&](auto t, auto w) {
+    /* The packet format by size, as the plain LL kernel's. */
+    return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
         typedef decltype(w) W;
         return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
@@ -168,19 +169,14 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
 
 int hiar_ipc_norm_per_sm(void)
 {
+    static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_FLOAT16, HIAR_BFLOAT16};
     int fewest = 1 << 30;
-    hiar_call_t c = {};
-    hiar_norm_t n = {};
 
-    c.norm = &n;
-    for (int d = 0; d < 3; d++)
-        for (int wd = 0; wd < 3; wd++) {
-            static const hiar_dtype_t types[3] = {HIAR_FLOAT32, HIAR_FLOAT16, HIAR_BFLOAT16};
-            c.dtype = types[d];
-            n.weight_dtype = types[wd];
-            dispatch_pair(&c, [&](auto t, auto w) {
-                typedef decltype(t) T;
-                typedef decltype(w) W;
+    for (hiar_dtype_t t : types)
+        for (hiar_dtype_t w : types)
+            dispatch_pair(t, w, [&](auto at, auto aw) {
+                typedef decltype(at) T;
+                typedef decltype(aw) W;
                 int flagged = 0, large = 0;
                 if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&flagged, oneshot_ll_norm<T, W, ll_flagged>,
                                                                   HIAR_THREADS, 0) != cudaSuccess ||
@@ -191,14 +187,13 @@ int hiar_ipc_norm_per_sm(void)
                 fewest = large < fewest ? large : fewest;
                 return cudaSuccess;
             });
-        }
     return fewest > 0 ? fewest : 1;
 }
 
 extern "C" hiar_result_t hiar_cuda_norm(const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
-    cudaError_t err = dispatch_pair(c, [&](auto t, auto w) {
+    cudaError_t err = dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         return norm_rows_launch<decltype(t), decltype(w)>(nm, (char *)c->recvbuf, c->count / nm.hidden,
                                                           (cudaStream_t)c->stream);
     });

@@ -113,11 +113,12 @@ static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
 {
     hiar_call_t sum = *c;
+    int fused = c->norm && norm_fuses(comm, c);
 
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s%s", c->count, hiar_dtype_name(c->dtype),
                hiar_op_name(c->op), c->device ? "device" : "host", hiar_plan_name(c->plan),
-               !c->norm ? "" : norm_fuses(comm, c) ? ", RMSNorm fused" : ", then RMSNorm");
-    if (!c->norm || norm_fuses(comm, c))
+               !c->norm ? "" : fused ? ", RMSNorm fused" : ", then RMSNorm");
+    if (!c->norm || fused)
         return run_sum(comm, c);
     sum.norm = NULL;
     HIAR_CHECK(run_sum(comm, &sum));
