@@ -10,8 +10,10 @@
 #include "bench.h"
 
 /* Collective over MPI_COMM_WORLD; failures end the job.  With --register, registers send and recv. */
+#ifdef HIAR_HAVE_NCCL
 /* NCCL's datatype for a hiar dtype. */
 ncclDataType_t bench_nccl_type(hiar_dtype_t dtype);
+#endif
 
 void bench_nccl_setup(bench_t *b);
 /* Destroys the communicator, or aborts it after a failure (b->dead[IMPL_NCCL]). */
