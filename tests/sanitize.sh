@@ -11,6 +11,10 @@
 #             (a process each) would take about five minutes under valgrind on
 #             2 cores; the ASan stage runs them all.  HIAR_VALGRIND_ALL=1 runs
 #             everything.
+#   tsan      the progress engine's test (tests/unit/test_progress: its
+#             thread, slots and flags over a fake port, no MPI, no GPU)
+#             built with -fsanitize=thread and run 3 times: races between
+#             the engine's thread and the callers show up here.
 #
 #   bash tests/sanitize.sh [DIR]      (default build-san; run from a built tree)
 #
@@ -94,9 +98,39 @@ stage_valgrind() {
     summary valgrind 1 0 0
 }
 
+stage_tsan() {
+    local exe=$dir/test_progress_tsan cc=${MPICC:-mpicc} fails=0
+    command -v "$cc" >/dev/null || cc=cc
+    echo "== tsan: the progress engine's test under ThreadSanitizer"
+    # base/error.c includes mpi.h, hence mpicc; nothing here calls MPI.
+    if ! "$cc" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=thread -I"$src/src" -I"$src" -I. \
+        "$src/src/net/progress.c" "$src/src/base/error.c" "$src/tests/unit/test_progress.c" -o "$exe" -pthread \
+        >"$dir/tsan-build.log" 2>&1; then
+        cat "$dir/tsan-build.log"
+        echo "FAIL: tsan build"
+        summary tsan 0 1 0
+        return 1
+    fi
+    for run in 1 2 3; do
+        TSAN_OPTIONS=halt_on_error=1:exitcode=66 timeout 120 "$exe" >"$dir/tsan-$run.log" 2>&1 || {
+            grep -A30 'WARNING: ThreadSanitizer' "$dir/tsan-$run.log" | head -60
+            tail -5 "$dir/tsan-$run.log"
+            fails=$((fails + 1))
+        }
+    done
+    if [ $fails -ne 0 ]; then
+        echo "FAIL: tsan ($fails of 3 runs)"
+        summary tsan 0 1 0
+        return 1
+    fi
+    echo "PASS: tsan, 3 runs without a race"
+    summary tsan 1 0 0
+}
+
 status=0
 rm -f "$dir"/summary-*.log
 stage_asan || status=1
 [ -f "$dir/summary-asan.log" ] || summary asan 0 1 0
 stage_valgrind || status=1
+stage_tsan || status=1
 exit $status

@@ -1,0 +1,315 @@
+/* The progress engine's thread, slots and pieces (net/progress.h). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "net/progress.h"
+
+/*
+ * After this long without anything to do, the thread sleeps between polls
+ * of the flags (PROGRESS_NAP_NS each, with a timer slack of 1 us), so that
+ * a comm with a captured call does not spin a core for ever.  A piece whose
+ * kernel comes after a nap starts at most a nap late; pieces that follow
+ * each other keep the thread spinning.
+ */
+#define PROGRESS_IDLE_NS 200000u
+#define PROGRESS_NAP_NS 10000
+
+typedef struct {
+    int inflight, nreq;
+    uint64_t since_ns;
+    hiar_port_req_t req[2 * (HIAR_PROGRESS_MAX_LINK - 1)];
+} piece_state_t;
+
+typedef struct {
+    atomic_int busy; /* a job is in the slot (the thread's until it sets 0) */
+    hiar_progress_job_t job;
+    piece_state_t ps[HIAR_PROGRESS_MAX_PIECES];
+    int arrived; /* pieces of an eager job that arrived */
+} slot_t;
+
+struct hiar_progress {
+    hiar_progress_config_t cfg;
+    slot_t *slots;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    int *queue, nqueued; /* slots submitted, not yet taken by the thread (under mu) */
+    int *active, nactive; /* the thread's own */
+    atomic_int stop;
+    atomic_int error;     /* the first error (HIAR_SUCCESS: none) */
+    char message[512];    /* its message, under mu */
+};
+
+static uint64_t tag_of(int slot, int piece)
+{
+    return (uint64_t)slot * HIAR_PROGRESS_MAX_PIECES + (uint64_t)piece;
+}
+
+/* The first error stays; the kernels are told to give up. */
+static void engine_fail(hiar_progress_t *p, hiar_result_t rc)
+{
+    pthread_mutex_lock(&p->mu);
+    if (atomic_load(&p->error) == HIAR_SUCCESS) {
+        snprintf(p->message, sizeof(p->message), "%s", hiar_last_error());
+        atomic_store(&p->error, rc);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (p->cfg.kernel_abort)
+        __atomic_store_n(p->cfg.kernel_abort, 1, __ATOMIC_RELEASE);
+}
+
+/* Receives from every other rank of the link into its place in recv, and sends to each. */
+static hiar_result_t post_piece(hiar_progress_t *p, int slot, int i, piece_state_t *s)
+{
+    const hiar_progress_piece_t *pc = &p->slots[slot].job.piece[i];
+    const hiar_port_t *port = &p->cfg.port;
+    int me = port->rank(port->ctx, pc->link), n = port->size(port->ctx, pc->link), tag = (int)tag_of(slot, i);
+
+    s->nreq = 0;
+    for (int r = 0; r < n; r++) {
+        char *into = (char *)pc->recv + (size_t)(r < me ? r : r - 1) * pc->bytes;
+        if (r != me)
+            HIAR_CHECK(port->irecv(port->ctx, pc->link, r, tag, into, pc->bytes, &s->req[s->nreq++]));
+    }
+    for (int r = 0; r < n; r++)
+        if (r != me)
+            HIAR_CHECK(port->isend(port->ctx, pc->link, r, tag, pc->send, pc->bytes, &s->req[s->nreq++]));
+    return HIAR_SUCCESS;
+}
+
+/* Tests the requests still open (completed ones leave the array); *done once none are. */
+static hiar_result_t test_piece(hiar_progress_t *p, piece_state_t *s, int *done)
+{
+    const hiar_port_t *port = &p->cfg.port;
+
+    for (int k = 0; k < s->nreq;) {
+        int finished = 0;
+        HIAR_CHECK(port->test(port->ctx, &s->req[k], &finished));
+        if (finished)
+            s->req[k] = s->req[--s->nreq];
+        else
+            k++;
+    }
+    *done = s->nreq == 0;
+    return HIAR_SUCCESS;
+}
+
+/* One look at piece i of a slot; *moved when something happened. */
+static hiar_result_t step_piece(hiar_progress_t *p, int slot, int i, uint64_t now, int *moved)
+{
+    slot_t *sl = &p->slots[slot];
+    piece_state_t *s = &sl->ps[i];
+    hiar_piece_flags_t *f = sl->job.piece[i].flags;
+    int done;
+
+    if (!s->inflight) {
+        if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) != 1)
+            return HIAR_SUCCESS;
+        __atomic_store_n(&f->ready, 0, __ATOMIC_RELAXED);
+        s->inflight = 1;
+        s->since_ns = now;
+        *moved = 1;
+        return post_piece(p, slot, i, s);
+    }
+    HIAR_CHECK(test_piece(p, s, &done));
+    if (!done) {
+        if (now - s->since_ns > (uint64_t)p->cfg.timeout_ms * 1000000u)
+            return hiar_error_set(HIAR_TIMEOUT, "between hosts: piece %d of slot %d (%zu bytes) was not exchanged "
+                                                "with every peer within HIAR_TIMEOUT_MS=%d ms",
+                                  i, slot, sl->job.piece[i].bytes, p->cfg.timeout_ms);
+        return HIAR_SUCCESS;
+    }
+    s->inflight = 0;
+    sl->arrived++;
+    *moved = 1;
+    __atomic_store_n(&f->arrived, 1, __ATOMIC_RELEASE);
+    return HIAR_SUCCESS;
+}
+
+/* Every piece of every active slot once; eager jobs whose pieces all arrived leave. */
+static hiar_result_t sweep(hiar_progress_t *p, int *moved)
+{
+    uint64_t now = hiar_now_ns();
+
+    for (int a = 0; a < p->nactive;) {
+        slot_t *sl = &p->slots[p->active[a]];
+        for (int i = 0; i < sl->job.npieces; i++)
+            HIAR_CHECK(step_piece(p, p->active[a], i, now, moved));
+        if (!sl->job.persistent && sl->arrived == sl->job.npieces) {
+            atomic_store_explicit(&sl->busy, 0, memory_order_release);
+            p->active[a] = p->active[--p->nactive];
+        } else
+            a++;
+    }
+    return HIAR_SUCCESS;
+}
+
+/* Takes the submitted slots; with nothing to do, sleeps until a submit or stop. */
+static void take_queue(hiar_progress_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->wake, &p->mu);
+    for (int q = 0; q < p->nqueued; q++)
+        p->active[p->nactive++] = p->queue[q];
+    p->nqueued = 0;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void nap(void)
+{
+    struct timespec ts = {0, PROGRESS_NAP_NS};
+    nanosleep(&ts, NULL);
+}
+
+static void *engine_main(void *arg)
+{
+    hiar_progress_t *p = arg;
+    uint64_t last = hiar_now_ns();
+    unsigned polls = 0;
+
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+    if (p->cfg.thread_init)
+        p->cfg.thread_init(p->cfg.thread_arg);
+    while (!atomic_load(&p->stop)) {
+        int moved = 0;
+        hiar_result_t rc;
+        take_queue(p);
+        if (atomic_load_explicit(p->cfg.abort, memory_order_relaxed))
+            rc = hiar_error_set(HIAR_COMM_FAILED, "between hosts: the communicator was aborted");
+        else
+            rc = sweep(p, &moved);
+        if (rc != HIAR_SUCCESS) {
+            engine_fail(p, rc);
+            break;
+        }
+        if (moved) {
+            last = hiar_now_ns();
+            polls = 0;
+        } else if (++polls > HIAR_WAIT_SPINS && hiar_now_ns() - last > PROGRESS_IDLE_NS)
+            nap();
+        else if (polls > HIAR_WAIT_SPINS)
+            sched_yield();
+    }
+    return NULL;
+}
+
+hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out)
+{
+    hiar_progress_t *p = calloc(1, sizeof(*p));
+    int rc;
+
+    *out = NULL;
+    if (!p || cfg->nslots <= 0 || !(p->slots = calloc((size_t)cfg->nslots, sizeof(*p->slots))) ||
+        !(p->queue = malloc(sizeof(int) * (size_t)cfg->nslots)) ||
+        !(p->active = malloc(sizeof(int) * (size_t)cfg->nslots))) {
+        if (p) {
+            free(p->slots);
+            free(p->queue);
+        }
+        free(p);
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine (%d slots)", cfg->nslots);
+    }
+    p->cfg = *cfg;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    if ((rc = pthread_create(&p->thread, NULL, engine_main, p)) != 0) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        free(p->active);
+        free(p->queue);
+        free(p->slots);
+        free(p);
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "cannot start the progress thread: pthread_create returned %d", rc);
+    }
+    *out = p;
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_progress_status(hiar_progress_t *p)
+{
+    hiar_result_t rc = atomic_load(&p->error);
+    char message[sizeof(p->message)];
+
+    if (rc == HIAR_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&p->mu);
+    memcpy(message, p->message, sizeof(message));
+    pthread_mutex_unlock(&p->mu);
+    return hiar_error_set(rc, "%s", message);
+}
+
+int hiar_progress_slot_free(hiar_progress_t *p, int slot)
+{
+    return !atomic_load_explicit(&p->slots[slot].busy, memory_order_acquire);
+}
+
+static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job_t *job)
+{
+    const hiar_port_t *port = &p->cfg.port;
+
+    if (job->slot < 0 || job->slot >= p->cfg.nslots || job->npieces < 1 || job->npieces > HIAR_PROGRESS_MAX_PIECES)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d of %d, %d pieces (1 to %d expected)", job->slot,
+                              p->cfg.nslots, job->npieces, HIAR_PROGRESS_MAX_PIECES);
+    if (tag_of(job->slot, job->npieces - 1) > (uint64_t)port->max_tag)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d needs tags past the MPI's tag bound %d",
+                              job->slot, port->max_tag);
+    for (int i = 0; i < job->npieces; i++) {
+        int n = port->size(port->ctx, job->piece[i].link);
+        if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || job->piece[i].bytes > (size_t)INT32_MAX)
+            return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: piece %d links %d ranks (2 to %d expected) with %zu "
+                                                 "bytes", i, n, HIAR_PROGRESS_MAX_LINK, job->piece[i].bytes);
+    }
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t *job, hiar_wait_t *wait)
+{
+    slot_t *sl;
+
+    HIAR_CHECK(hiar_progress_status(p));
+    HIAR_CHECK(check_job(p, job));
+    sl = &p->slots[job->slot];
+    while (!hiar_progress_slot_free(p, job->slot)) {
+        HIAR_CHECK(hiar_wait_poll(wait));
+        HIAR_CHECK(hiar_progress_status(p));
+    }
+    sl->job = *job;
+    memset(sl->ps, 0, sizeof(sl->ps));
+    sl->arrived = 0;
+    atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
+    p->queue[p->nqueued++] = job->slot;
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    return HIAR_SUCCESS;
+}
+
+int hiar_progress_stop(hiar_progress_t *p)
+{
+    int left = 0;
+
+    if (!p)
+        return 0;
+    atomic_store(&p->stop, 1);
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->thread, NULL);
+    for (int s = 0; s < p->cfg.nslots; s++)
+        for (int i = 0; i < HIAR_PROGRESS_MAX_PIECES; i++)
+            left += p->slots[s].ps[i].nreq;
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p->active);
+    free(p->queue);
+    free(p->slots);
+    free(p);
+    return left;
+}

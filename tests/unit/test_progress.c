@@ -1,0 +1,379 @@
+/*
+ * The progress engine (src/net/progress.c) without MPI or a GPU: ranks are
+ * engines in one process over a fake port (messages matched by source,
+ * destination and tag, in order, as MPI does), and a thread per rank plays
+ * the kernels: it fills its pieces, raises `ready`, waits for `arrived`,
+ * lowers it and checks what came from every other rank against values it
+ * computes itself.  CI runs this under ThreadSanitizer (tests/sanitize.sh)
+ * and AddressSanitizer.
+ *
+ *   test_progress            every case; exit 0 when all pass
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "net/progress.h"
+
+#define MAX_RANKS 4
+#define PIECES 5
+#define PIECE_BYTES 1000 /* not a multiple of anything: offsets must be exact */
+
+/* ---- the fake network ---- */
+
+typedef struct msg {
+    int from, to, tag;
+    size_t bytes;
+    struct msg *next;
+    char data[];
+} msg_t;
+
+typedef struct {
+    pthread_mutex_t mu;
+    msg_t *head, *tail;
+} net_t;
+
+typedef struct {
+    int from, tag;
+    void *buf;
+    size_t bytes;
+    int open;
+} recv_t;
+
+typedef struct {
+    net_t *net;
+    int me, n;
+    recv_t recvs[256];
+} fake_t;
+
+static int fake_rank(void *ctx, int link)
+{
+    (void)link;
+    return ((fake_t *)ctx)->me;
+}
+
+static int fake_size(void *ctx, int link)
+{
+    (void)link;
+    return ((fake_t *)ctx)->n;
+}
+
+/* Sends complete at once (the bytes are copied): request bits 0. */
+static hiar_result_t fake_isend(void *ctx, int link, int to, int tag, const void *buf, size_t bytes,
+                                hiar_port_req_t *r)
+{
+    fake_t *f = ctx;
+    msg_t *m = malloc(sizeof(*m) + bytes);
+
+    (void)link;
+    if (!m)
+        return hiar_error_set(HIAR_NO_MEMORY, "fake isend");
+    *m = (msg_t){f->me, to, tag, bytes, NULL};
+    memcpy(m->data, buf, bytes);
+    pthread_mutex_lock(&f->net->mu);
+    if (f->net->tail)
+        f->net->tail->next = m;
+    else
+        f->net->head = m;
+    f->net->tail = m;
+    pthread_mutex_unlock(&f->net->mu);
+    r->bits = 0;
+    return HIAR_SUCCESS;
+}
+
+/* A receive is a slot in recvs; request bits slot + 1. */
+static hiar_result_t fake_irecv(void *ctx, int link, int from, int tag, void *buf, size_t bytes,
+                                hiar_port_req_t *r)
+{
+    fake_t *f = ctx;
+
+    (void)link;
+    for (int k = 0; k < 256; k++)
+        if (!f->recvs[k].open) {
+            f->recvs[k] = (recv_t){from, tag, buf, bytes, 1};
+            r->bits = (uint64_t)k + 1;
+            return HIAR_SUCCESS;
+        }
+    return hiar_error_set(HIAR_NO_MEMORY, "fake irecv: too many open receives");
+}
+
+/* The first message from `from` to me with the tag, in sending order. */
+static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
+{
+    fake_t *f = ctx;
+    recv_t *rv;
+    msg_t **pp, *prev = NULL;
+
+    *done = r->bits == 0;
+    if (*done)
+        return HIAR_SUCCESS;
+    rv = &f->recvs[r->bits - 1];
+    pthread_mutex_lock(&f->net->mu);
+    for (pp = &f->net->head; *pp; prev = *pp, pp = &(*pp)->next) {
+        msg_t *m = *pp;
+        if (m->from != rv->from || m->to != f->me || m->tag != rv->tag)
+            continue;
+        if (m->bytes != rv->bytes) {
+            pthread_mutex_unlock(&f->net->mu);
+            return hiar_error_set(HIAR_MPI_ERROR, "fake test: %zu bytes for a receive of %zu", m->bytes, rv->bytes);
+        }
+        memcpy(rv->buf, m->data, m->bytes);
+        *pp = m->next;
+        if (f->net->tail == m)
+            f->net->tail = prev;
+        free(m);
+        rv->open = 0;
+        *done = 1;
+        r->bits = 0;
+        break;
+    }
+    pthread_mutex_unlock(&f->net->mu);
+    return HIAR_SUCCESS;
+}
+
+/* ---- a rank: its engine, its buffers, its "kernels" ---- */
+
+typedef struct {
+    int me, n, rounds, nslots, persistent, stall;
+    fake_t port;
+    atomic_int abort;
+    int kernel_abort;
+    hiar_progress_t *engine;
+    hiar_piece_flags_t flags[4][PIECES];
+    unsigned char send[4][PIECES][PIECE_BYTES];
+    unsigned char recv[4][PIECES][MAX_RANKS - 1][PIECE_BYTES];
+    int wrong, timed_out;
+    hiar_result_t submit_rc;
+} rank_t;
+
+static unsigned char value(int rank, int round, int piece, int j)
+{
+    return (unsigned char)(rank * 131 + round * 17 + piece * 7 + j);
+}
+
+static hiar_progress_job_t job_of(rank_t *r, int slot)
+{
+    hiar_progress_job_t job = {slot, r->persistent, PIECES, {{0}}};
+
+    for (int i = 0; i < PIECES; i++)
+        job.piece[i] = (hiar_progress_piece_t){r->send[slot][i], r->recv[slot][i], PIECE_BYTES, 0,
+                                               &r->flags[slot][i]};
+    return job;
+}
+
+/* Waits for arrived == 1 as a kernel does (bounded: 5 s), then lowers it. */
+static int await_arrival(rank_t *r, hiar_piece_flags_t *f)
+{
+    uint64_t until = hiar_now_ns() + 5000000000ull;
+
+    while (__atomic_load_n(&f->arrived, __ATOMIC_ACQUIRE) != 1) {
+        if (__atomic_load_n(&r->kernel_abort, __ATOMIC_ACQUIRE) || hiar_now_ns() > until)
+            return 0;
+        sched_yield();
+    }
+    __atomic_store_n(&f->arrived, 0, __ATOMIC_RELAXED);
+    return 1;
+}
+
+static void check_round(rank_t *r, int slot, int round)
+{
+    for (int i = 0; i < PIECES; i++)
+        for (int from = 0; from < r->n; from++) {
+            const unsigned char *got = r->recv[slot][i][from < r->me ? from : from - 1];
+            for (int j = 0; from != r->me && j < PIECE_BYTES; j++)
+                r->wrong += got[j] != value(from, round, i, j);
+        }
+}
+
+static void *device_main(void *arg)
+{
+    rank_t *r = arg;
+    hiar_wait_t w = hiar_wait_begin(5000, &r->abort, "test submit");
+
+    for (int round = 0; round < r->rounds; round++) {
+        int slot = round % r->nslots;
+        hiar_progress_job_t job = job_of(r, slot);
+        if ((!r->persistent || round < r->nslots) &&
+            (r->submit_rc = hiar_progress_submit(r->engine, &job, &w)) != HIAR_SUCCESS)
+            return NULL;
+        if (r->stall)
+            continue; /* a rank whose kernels never come */
+        for (int i = 0; i < PIECES; i++) {
+            for (int j = 0; j < PIECE_BYTES; j++)
+                r->send[slot][i][j] = value(r->me, round, i, j);
+            __atomic_store_n(&r->flags[slot][i].ready, 1, __ATOMIC_RELEASE);
+        }
+        for (int i = 0; i < PIECES; i++)
+            if (!await_arrival(r, &r->flags[slot][i])) {
+                r->timed_out = 1;
+                return NULL;
+            }
+        check_round(r, slot, round);
+    }
+    return NULL;
+}
+
+static int failures;
+
+static void expect(int ok, const char *what)
+{
+    printf("%s: %s\n", ok ? "PASS" : "FAIL", what);
+    failures += !ok;
+}
+
+typedef struct {
+    int n, rounds, nslots, persistent, stall_rank, timeout_ms;
+} scenario_t;
+
+/* Runs the ranks; returns their states (the caller frees). */
+static rank_t *run(const scenario_t *sc, int *left)
+{
+    static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
+    rank_t *ranks = calloc((size_t)sc->n, sizeof(*ranks));
+    pthread_t dev[MAX_RANKS];
+
+    *left = 0;
+    for (int k = 0; k < sc->n; k++) {
+        rank_t *r = &ranks[k];
+        hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
+                                      sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
+        *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
+                      .persistent = sc->persistent, .stall = k == sc->stall_rank};
+        r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
+        if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
+            printf("FAIL: start: %s\n", hiar_last_error());
+            exit(1);
+        }
+    }
+    for (int k = 0; k < sc->n; k++)
+        pthread_create(&dev[k], NULL, device_main, &ranks[k]);
+    for (int k = 0; k < sc->n; k++)
+        pthread_join(dev[k], NULL);
+    return ranks;
+}
+
+static void finish(rank_t *ranks, int n, int *left)
+{
+    for (int k = 0; k < n; k++)
+        *left += hiar_progress_stop(ranks[k].engine);
+    free(ranks);
+}
+
+/* Every rank gets every other's pieces, round after round, through reused slots. */
+static void test_rounds(int n, int nslots, int persistent)
+{
+    scenario_t sc = {n, 40, nslots, persistent, -1, 5000};
+    int left, wrong = 0, bad = 0;
+    rank_t *ranks = run(&sc, &left);
+    char what[128];
+
+    for (int k = 0; k < n; k++) {
+        wrong += ranks[k].wrong;
+        bad += ranks[k].timed_out || ranks[k].submit_rc != HIAR_SUCCESS ||
+               hiar_progress_status(ranks[k].engine) != HIAR_SUCCESS;
+    }
+    for (int k = 0; k < n; k++)
+        for (int s = 0; s < nslots && !persistent; s++)
+            for (int w = 0; w < 1000 && !hiar_progress_slot_free(ranks[k].engine, s); w++)
+                sched_yield();
+    for (int k = 0; k < n; k++)
+        for (int s = 0; s < nslots; s++)
+            bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
+    finish(ranks, n, &left);
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs: 40 rounds, every byte as sent, slots %s after",
+             n, nslots, persistent ? "persistent" : "eager", persistent ? "kept" : "free");
+    expect(wrong == 0 && bad == 0 && left == 0, what);
+}
+
+/* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
+static void test_stall(void)
+{
+    scenario_t sc = {3, 1, 1, 0, 2, 200};
+    int left, ok = 1;
+    uint64_t t0 = hiar_now_ns();
+    rank_t *ranks = run(&sc, &left);
+    double s = (double)(hiar_now_ns() - t0) / 1e9;
+
+    for (int k = 0; k < 2; k++) {
+        hiar_result_t rc = hiar_progress_status(ranks[k].engine);
+        ok &= rc == HIAR_TIMEOUT && strstr(hiar_last_error(), "HIAR_TIMEOUT_MS=200") && __atomic_load_n(&ranks[k].kernel_abort, __ATOMIC_ACQUIRE) &&
+              ranks[k].timed_out;
+    }
+    ok &= hiar_progress_status(ranks[2].engine) == HIAR_SUCCESS && s < 3.0;
+    finish(ranks, 3, &left);
+    expect(ok && left > 0, "a stalled rank: the others end in HIAR_TIMEOUT after HIAR_TIMEOUT_MS, receives left "
+                           "posted");
+}
+
+/* An abort stops the thread; the next submit says why. */
+static void test_abort(void)
+{
+    static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
+    rank_t *r = calloc(1, sizeof(*r));
+    hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
+                                  2, 5000, &r->abort, NULL, NULL, &r->kernel_abort};
+    hiar_wait_t w = hiar_wait_begin(1000, &r->abort, "test");
+    hiar_progress_job_t job;
+    hiar_result_t rc = HIAR_SUCCESS;
+    int ok;
+
+    r->port = (fake_t){.net = &net, .me = 0, .n = 2};
+    r->n = 2;
+    r->nslots = 2;
+    ok = hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
+    job = job_of(r, 0);
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_SUCCESS;
+    atomic_store(&r->abort, 1);
+    for (int i = 0; i < 100000 && (rc = hiar_progress_status(r->engine)) == HIAR_SUCCESS; i++)
+        sched_yield();
+    ok &= rc == HIAR_COMM_FAILED && __atomic_load_n(&r->kernel_abort, __ATOMIC_ACQUIRE);
+    job = job_of(r, 1);
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_COMM_FAILED && strstr(hiar_last_error(), "aborted");
+    hiar_progress_stop(r->engine);
+    free(r);
+    expect(ok, "abort: the thread stops, kernels are told, the next submit fails with HIAR_COMM_FAILED");
+}
+
+/* Jobs the engine cannot serve are refused with a message. */
+static void test_bad_jobs(void)
+{
+    static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
+    rank_t *r = calloc(1, sizeof(*r));
+    hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 300},
+                                  8, 5000, &r->abort, NULL, NULL, NULL};
+    hiar_wait_t w = hiar_wait_begin(1000, &r->abort, "test");
+    hiar_progress_job_t job;
+    int ok;
+
+    r->port = (fake_t){.net = &net, .me = 0, .n = 2};
+    ok = hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
+    job = job_of(r, 0);
+    job.npieces = 0;
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "0 pieces");
+    job = job_of(r, 0);
+    job.slot = 8;
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "slot 8 of 8");
+    job = job_of(r, 0);
+    job.slot = 5; /* tags 320.. > 300 */
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "tag bound 300");
+    ok &= hiar_progress_stop(r->engine) == 0;
+    free(r);
+    expect(ok, "bad jobs: no pieces, a slot past the engine's, tags past the bound: HIAR_INTERNAL_ERROR with a message");
+}
+
+int main(void)
+{
+    test_rounds(2, 1, 0);
+    test_rounds(2, 3, 0);
+    test_rounds(3, 2, 0);
+    test_rounds(4, 4, 0);
+    test_rounds(3, 2, 1);
+    test_stall();
+    test_abort();
+    test_bad_jobs();
+    printf("%s\n", failures ? "FAIL" : "PASS: all");
+    return failures != 0;
+}
