@@ -462,7 +462,8 @@ int main(int argc, char **argv)
     int rc;
 
     b.mpi_comm = MPI_COMM_NULL;
-    MPI_Init(&argc, &argv);
+    int mpi_thread_level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
     rc = bench_parse_options(argc, argv, &b.opt, err);

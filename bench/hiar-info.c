@@ -322,7 +322,8 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     if (!build && !params && !topo)
         build = params = 1;
-    MPI_Init(&argc, &argv);
+    int mpi_thread_level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     if (build)
         print_build();
     if (build && params)

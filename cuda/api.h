@@ -259,6 +259,61 @@ void hiar_ipc_abort(hiar_ipc_t *ipc);
 void hiar_ipc_unmap_peers(hiar_ipc_t *ipc);
 void hiar_ipc_destroy(hiar_ipc_t *ipc);
 
+/* ---- the step between hosts: the GPU's half (cuda/hosts.cu) ---- */
+
+/* Pieces of one kernel: HIAR_PROGRESS_MAX_PIECES (net/progress.h; core/hosts.c checks). */
+#define HIAR_HOSTS_MAX_PIECES 64
+/* The words of a piece's hiar_piece_flags_t, as uint32_t indices. */
+#define HIAR_HOSTS_READY_WORD 0
+#define HIAR_HOSTS_ARRIVED_WORD 32
+
+typedef struct {
+    char *data;       /* the rank's own piece in the call's output: also where the result goes */
+    char *send;       /* pinned host memory the kernel copies data into for the thread; NULL: it sends data */
+    const char *recv; /* the other ranks' pieces, in their rank order, stride apart */
+    size_t stride, bytes;
+    uint32_t *flags; /* the piece's flags as kernels see them */
+} hiar_hosts_piece_t;
+
+typedef struct {
+    int npieces, n, me; /* one link: n ranks, this one's place in it */
+    hiar_hosts_piece_t piece[HIAR_HOSTS_MAX_PIECES];
+} hiar_hosts_job_t;
+
+/* Bytes of a piece's flags (hiar_piece_flags_t). */
+#define HIAR_HOSTS_FLAGS_BYTES 256
+
+typedef struct hiar_hosts_gpu hiar_hosts_gpu_t;
+
+/*
+ * On the current device, with nslots slots; sharers: ranks of the comm on
+ * this GPU (the kernel takes its share of the SMs).
+ */
+hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, hiar_hosts_gpu_t **out);
+
+/* A slot's memory, as the host and as kernels see it. */
+typedef struct {
+    uint32_t *flags_host, *flags_dev; /* HIAR_HOSTS_MAX_PIECES flags, HIAR_HOSTS_FLAGS_BYTES apart */
+    char *send_host, *send_dev;       /* pinned host memory */
+    char *recv_host, *recv_dev;       /* pinned host memory, or device memory (then both are the device address) */
+} hiar_hosts_area_t;
+
+/*
+ * Slot `slot`'s memory with at least send_bytes (0: none needed) and
+ * recv_bytes; allocated at first use (also while the stream is captured),
+ * grown when too small, after the slot's last kernel is done.
+ */
+hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
+                                  int recv_on_device, hiar_hosts_area_t *out);
+void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g);
+/* The word that makes running and future kernels give up (host address; the engine's kernel_abort). */
+int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);
+/* HIAR_TIMEOUT once a kernel gave up waiting for the thread. */
+hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g);
+void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g);
+/* The job's kernel on c->stream (c: dtype, op, divisor), asynchronous and capturable; it uses slot's memory. */
+hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, int slot, const hiar_hosts_job_t *job, const hiar_call_t *c);
+
 #ifdef __cplusplus
 }
 #endif

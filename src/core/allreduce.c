@@ -115,24 +115,28 @@ static void plan(const hiar_comm_t *comm, hiar_call_t *c)
 
 /*
  * Device calls off the GPU transports wait on the host (MPI, copies): no
- * graph capture.  Checked with the arguments, before anything is sent, so
- * that a refused call leaves the comm usable (eager calls, say).
+ * graph capture; over MPI between groups on the progress engine they do not.
+ * Checked with the arguments, before anything is sent, so that a refused
+ * call leaves the comm usable (eager calls, say).
  */
-static hiar_result_t capturable(const hiar_call_t *c)
+static hiar_result_t capturable(const hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
     int capturing = 0;
     int host_waits = c->plan.via == HIAR_VIA_STAGED || (c->plan.alg == HIAR_ALG_HIER &&
-                                                         c->plan.between == HIAR_KERNEL_NONE);
+                                                         c->plan.between == HIAR_KERNEL_NONE &&
+                                                         !(comm->gpu && comm->gpu->hosts));
 
     if (c->device && host_waits)
         HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
     if (capturing)
         return hiar_error_set(HIAR_INVALID_USAGE,
                               "hiar_allreduce: device buffers that go through the host (a group without "
-                              "CUDA IPC, or several groups exchanging over MPI: see HIAR_BETWEEN) wait for "
-                              "MPI or copies on the host and cannot be captured in a CUDA graph");
+                              "CUDA IPC, or several groups exchanging over MPI without the progress thread: see "
+                              "HIAR_BETWEEN and HIAR_PROGRESS) wait for MPI or copies on the host and cannot be "
+                              "captured in a CUDA graph");
 #else
+    (void)comm;
     (void)c;
 #endif
     return HIAR_SUCCESS;
@@ -145,7 +149,7 @@ static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_resul
         rc = on_device(c, &c->device);
     if (rc == HIAR_SUCCESS && c->count > 0) {
         plan(comm, c);
-        rc = capturable(c);
+        rc = capturable(comm, c);
     }
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, c, rc);

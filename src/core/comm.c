@@ -176,6 +176,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->device_slot = comm->gpu->hier_slot == LLONG_MAX ? 0 : (size_t)comm->gpu->hier_slot;
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;
         in->between_gpu = comm->gpu->between.on_gpu;
+        in->hosts_async = comm->gpu->hosts != NULL;
         in->mixed = comm->gpu->mixed;
     }
 #else

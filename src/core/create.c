@@ -105,7 +105,8 @@ static hiar_result_t host_transport(hiar_comm_t *comm, const hiar_plan_limits_t 
 static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
 {
     hiar_gpu_env_t env = {comm->mpi,        comm->rank,          comm->size,    &comm->params,
-                          limits->ipc_slot, limits->pinned_slot, hiar_run_host, comm};
+                          limits->ipc_slot, limits->pinned_slot, hiar_run_host, comm,
+                          &comm->abort};
 
     return hiar_gpu_create(&env, &comm->gpu);
 }

@@ -57,9 +57,14 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
                   "capturable; between groups: %s",
              l.device_hier_ll_max, in.device_nshards, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards),
              comm->gpu->between.why);
+    else if (in.hier_ready && in.hosts_async)
+        EMIT(out, "  device paths: hier (GPU) in chunks of %zu bytes at every size; between groups: %s, %s",
+             hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why, comm->gpu->hosts_why);
     else if (in.hier_ready)
-        EMIT(out, "  device paths: staged up to %d bytes, then hier (GPU) in chunks of %zu bytes; between groups: %s",
-             HIAR_DEVICE_HIER_MIN, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why);
+        EMIT(out, "  device paths: staged up to %d bytes, then hier (GPU) in chunks of %zu bytes; between groups: "
+                  "%s, %s",
+             HIAR_DEVICE_HIER_MIN, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why,
+             comm->gpu->hosts_why[0] ? comm->gpu->hosts_why : "on the calling thread, blocking");
     else
         EMIT(out, "  device paths: staged through host memory along the host groups");
 }

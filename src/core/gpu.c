@@ -158,6 +158,22 @@ static hiar_result_t agree_hier_slot(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     return HIAR_SUCCESS;
 }
 
+/* The step between groups over MPI: asynchronous on the progress engine where the MPI allows it (core/hosts.h). */
+static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
+{
+    hiar_hosts_config_t cfg = {.setting = (int)env->params->v[HIAR_P_PROGRESS].num,
+                               .device_pointers = 0,
+                               .timeout_ms = (int)env->params->v[HIAR_P_TIMEOUT_MS].num,
+                               .sharers = on_gpu > 0 ? (unsigned)on_gpu : 1u,
+                               .device = gpu->device,
+                               .abort = env->abort};
+
+    HIAR_CHECK(hiar_hosts_setup(env->mpi, &gpu->side.tier, &cfg, &gpu->hosts, gpu->hosts_why, sizeof(gpu->hosts_why)));
+    if (env->rank == 0)
+        HIAR_INFO(MPI, "the step between hosts of device buffers: %s", gpu->hosts_why);
+    return HIAR_SUCCESS;
+}
+
 static void warn_shared_without_mps(const hiar_gpu_t *gpu)
 {
     if (gpu->shared_gpu && !hiar_cuda_mps_running() && gpu->side.tier.local == 0)
@@ -192,6 +208,9 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
     }
+    if (gpu->hier_ok && gpu->side.tier.groups.ngroups > 1 && gpu->side.tier.groups.ngroups < env->size &&
+        !gpu->between.on_gpu)
+        HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
     gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);
     HIAR_CHECK(hiar_net_max(env->mpi, &gpu->pinned, 1));
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
@@ -234,6 +253,9 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
     /* On abort every kernel must stop before any teardown waits for the GPU. */
     if (!(flags & HIAR_TEARDOWN_COLLECTIVE))
         hiar_gpu_abort(gpu);
+    else if (gpu->hosts)
+        hiar_cuda_device_sync(gpu->device); /* its kernels finish only while the thread serves them */
+    hiar_hosts_free(gpu->hosts);
     hiar_between_free(&gpu->between, flags);
     if (gpu->side.tp)
         gpu->side.tp->teardown(gpu->side.state, &gpu->side.tier, flags);
@@ -259,6 +281,8 @@ hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)
 {
     if (gpu && gpu->side.tp)
         HIAR_CHECK(gpu->side.tp->status(gpu->side.state));
+    if (gpu && gpu->hosts)
+        HIAR_CHECK(hiar_hosts_status(gpu->hosts));
     return gpu ? hiar_between_status(&gpu->between) : HIAR_SUCCESS;
 }
 
@@ -268,6 +292,8 @@ void hiar_gpu_abort(hiar_gpu_t *gpu)
         gpu->side.tp->abort(gpu->side.state);
     if (gpu)
         hiar_between_abort(&gpu->between);
+    if (gpu && gpu->hosts)
+        hiar_hosts_abort(gpu->hosts);
 }
 
 void hiar_gpu_summary(const hiar_gpu_t *gpu, char *buf, size_t size)

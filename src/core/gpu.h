@@ -7,9 +7,11 @@
 #ifndef HIAR_CORE_GPU_H
 #define HIAR_CORE_GPU_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "core/between.h"
+#include "core/hosts.h"
 #include "core/groups.h"
 #include "core/reg.h"
 
@@ -25,6 +27,8 @@ typedef struct hiar_gpu {
     long long hier_slot; /* the smallest slot of any group's kernels (agreed; LLONG_MAX: none), for the chunks */
     int pinned;          /* some group or set of counterparts uses pinned host memory (agreed): LL limits */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
+    hiar_hosts_t *hosts;    /* that step over MPI on the progress engine; NULL: blocking (hosts_why) */
+    char hosts_why[256];
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;
 
@@ -37,6 +41,7 @@ typedef struct {
     size_t pinned_slot_bytes; /* the pinned-host transport's */
     hiar_host_run_t host_run; /* where staged calls go */
     void *host_arg;
+    const atomic_int *abort;  /* the comm's: the progress thread stops */
 } hiar_gpu_env_t;
 
 /*

@@ -105,7 +105,10 @@ static hiar_result_t gpu_between(hiar_comm_t *comm, const hiar_call_t *c, size_t
     return hiar_between_run(&comm->gpu->between, s, &b);
 }
 
-/* Chunk by chunk (the plan's, the same in every group), the owned shards of each between groups. */
+/*
+ * Chunk by chunk (the plan's, the same in every group), the owned shards of
+ * each between groups; over MPI, on the progress engine where there is one.
+ */
 hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
 {
     hiar_side_t *d = &comm->gpu->side;
@@ -113,6 +116,10 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
 
     HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
+    if (c->plan.between == HIAR_KERNEL_NONE && comm->gpu->hosts) {
+        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
+        return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
+    }
     for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
         size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk;
         for (int s = t->local; s < t->nshards; s += t->local_size) {

@@ -140,7 +140,9 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
         return choose_ipc(in, &l);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
         return choose_between(in, &l);
-    if (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN && in->hier_ready) {
+    /* On the progress engine the kernels' path never waits on the host: every size takes it. */
+    if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready &&
+        (in->hosts_async || (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN))) {
         hiar_plan_t p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
         p.chunk = hiar_ipc_hier_chunk(l.ipc_slot, in->device_nshards);
         return p;

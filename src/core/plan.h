@@ -67,6 +67,7 @@ typedef struct {
     int pinned;         /* some group or set of counterparts of the comm uses pinned host memory (agreed) */
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
     int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */
+    int hosts_async;    /* device buffers: that step runs over MPI on the progress engine (agreed; core/hosts.h) */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */

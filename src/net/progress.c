@@ -46,9 +46,9 @@ struct hiar_progress {
     char message[512];    /* its message, under mu */
 };
 
-static uint64_t tag_of(int slot, int piece)
+static uint64_t tag_of(int tag, int piece)
 {
-    return (uint64_t)slot * HIAR_PROGRESS_MAX_PIECES + (uint64_t)piece;
+    return (uint64_t)tag * HIAR_PROGRESS_MAX_PIECES + (uint64_t)piece;
 }
 
 /* The first error stays; the kernels are told to give up. */
@@ -69,7 +69,7 @@ static hiar_result_t post_piece(hiar_progress_t *p, int slot, int i, piece_state
 {
     const hiar_progress_piece_t *pc = &p->slots[slot].job.piece[i];
     const hiar_port_t *port = &p->cfg.port;
-    int me = port->rank(port->ctx, pc->link), n = port->size(port->ctx, pc->link), tag = (int)tag_of(slot, i);
+    int me = port->rank(port->ctx, pc->link), n = port->size(port->ctx, pc->link), tag = (int)tag_of(p->slots[slot].job.tag, i);
 
     s->nreq = 0;
     for (int r = 0; r < n; r++) {
@@ -250,6 +250,12 @@ int hiar_progress_slot_free(hiar_progress_t *p, int slot)
     return !atomic_load_explicit(&p->slots[slot].busy, memory_order_acquire);
 }
 
+/* The largest job tag the port leaves room for. */
+int hiar_progress_max_job_tag(const hiar_port_t *port)
+{
+    return port->max_tag / HIAR_PROGRESS_MAX_PIECES - 1;
+}
+
 static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job_t *job)
 {
     const hiar_port_t *port = &p->cfg.port;
@@ -257,9 +263,9 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
     if (job->slot < 0 || job->slot >= p->cfg.nslots || job->npieces < 1 || job->npieces > HIAR_PROGRESS_MAX_PIECES)
         return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d of %d, %d pieces (1 to %d expected)", job->slot,
                               p->cfg.nslots, job->npieces, HIAR_PROGRESS_MAX_PIECES);
-    if (tag_of(job->slot, job->npieces - 1) > (uint64_t)port->max_tag)
-        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d needs tags past the MPI's tag bound %d",
-                              job->slot, port->max_tag);
+    if (job->tag < 0 || tag_of(job->tag, job->npieces - 1) > (uint64_t)port->max_tag)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: tag %d needs tags past the MPI's tag bound %d",
+                              job->tag, port->max_tag);
     for (int i = 0; i < job->npieces; i++) {
         int n = port->size(port->ctx, job->piece[i].link);
         if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || job->piece[i].bytes > (size_t)INT32_MAX)

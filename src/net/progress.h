@@ -18,13 +18,15 @@
  * a later kernel on the stream, after this round's kernel has read `recv`,
  * so receives never land in data still being reduced.
  *
- * Jobs live in slots, numbered alike on every rank (calls come in the same
- * order everywhere): a slot's flags and buffers belong to its owner (core/
- * hosts.c, which allocates them where the GPU sees them); a message's tag
- * is its slot and piece, so the jobs of different slots never take each
- * other's messages, and a reused slot's messages match in order (MPI does
- * not overtake).  An eager job leaves its slot when every piece has
- * arrived once; hiar_progress_submit waits for a slot still in use.
+ * Jobs live in slots: a slot's flags and buffers belong to its owner
+ * (core/hosts.c, which allocates them where the GPU sees them).  A
+ * message's tag is its job's tag and its piece: the caller numbers the jobs
+ * of a link alike on every rank of it (calls come in the same order
+ * everywhere), so jobs in flight at once never take each other's messages,
+ * and jobs that share a tag match in the order the kernels raise their
+ * flags, the same on every rank (MPI does not overtake).  An eager job
+ * leaves its slot when every piece has arrived once;
+ * hiar_progress_submit waits for a slot still in use.
  *
  * The network is a port (below), MPI in production (net/port.c), a fake in
  * the tests, which need neither MPI nor a GPU.
@@ -61,7 +63,8 @@ typedef struct {
 } hiar_progress_piece_t;
 
 typedef struct {
-    int slot;       /* < hiar_progress_start's nslots; the same on every rank */
+    int slot;       /* < hiar_progress_start's nslots: this rank's own choice */
+    int tag;        /* the job's messages: tag * HIAR_PROGRESS_MAX_PIECES + piece, the same on every rank of the link */
     int persistent; /* 1: served every time its flags say so, until stop (a captured call) */
     int npieces;
     hiar_progress_piece_t piece[HIAR_PROGRESS_MAX_PIECES];
@@ -100,6 +103,9 @@ typedef struct {
 } hiar_progress_config_t;
 
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out);
+
+/* Job tags 0 .. this fit the port's tag bound. */
+int hiar_progress_max_job_tag(const hiar_port_t *port);
 
 /*
  * Hands a job to the thread.  An eager job waits (through wait, bounded)

@@ -32,7 +32,8 @@ static inline void cuda_ok_mpi_init(int *argc, char ***argv, int *rank, int *nra
     int ndev = 0, lrank = 0;
     MPI_Comm local;
 
-    MPI_Init(argc, argv);
+    int mpi_thread_level;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, nranks);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, *rank, MPI_INFO_NULL, &local);

@@ -19,11 +19,14 @@
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "hiar.h"
 #include "cuda_ok.h"
 
 static int rank, nranks, passed, failed;
+/* Replays of each captured graph (--replays N). */
+static int replays = 50;
 /* Device buffers of the cases come from hiar_mem_alloc (collective) instead of cudaMalloc. */
 static int registered;
 
@@ -448,7 +451,7 @@ static void edge_values(hiar_comm_t *comm)
 /* Calls captured in a CUDA graph, replayed with new inputs each time. */
 static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
 {
-    enum { CALLS = 4, REPLAYS = 50 };
+    enum { CALLS = 4 };
     size_t bytes = count * hiar_dtype_size(t);
     void *in, *out[CALLS], *host = malloc(bytes);
     cudaStream_t s;
@@ -466,7 +469,7 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
         ok &= hiar_allreduce(in, out[k], count, t, HIAR_SUM, comm, s) == HIAR_SUCCESS;
     CUDA_OK(cudaStreamEndCapture(s, &g));
     CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
-    for (int r = 0; r < REPLAYS && ok; r++) {
+    for (int r = 0; r < replays && ok; r++) {
         fill(t, HIAR_SUM, host, count, r);
         CUDA_OK(cudaMemcpyAsync(in, host, bytes, cudaMemcpyHostToDevice, s));
         CUDA_OK(cudaGraphLaunch(exec, s));
@@ -476,7 +479,7 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
             ok &= verify(t, HIAR_SUM, host, count, r);
         }
     }
-    snprintf(what, sizeof(what), "%sgraph %d x %d calls %s count %zu", registered ? "registered " : "", REPLAYS,
+    snprintf(what, sizeof(what), "%sgraph %d x %d calls %s count %zu", registered ? "registered " : "", replays,
              CALLS, hiar_dtype_name(t), count);
     record(ok, what);
     cudaGraphExecDestroy(exec);
@@ -552,9 +555,10 @@ static void mem_api(hiar_comm_t *comm)
     cudaFree(big);
 }
 
-/* Over several groups exchanging over MPI (HIAR_BETWEEN=mpi) a call waits on
- * the host: capture is refused before anything is sent (on every rank
- * alike), and the comm still works after. */
+/* Over several groups exchanging over MPI without the progress thread
+ * (HIAR_BETWEEN=mpi, HIAR_PROGRESS=0) a call waits on the host: capture is
+ * refused before anything is sent (on every rank alike), and the comm still
+ * works after. */
 static void capture_refused(hiar_comm_t *comm)
 {
     enum { COUNT = 1000 };
@@ -586,6 +590,19 @@ static void capture_refused(hiar_comm_t *comm)
  * in the host's shared memory, ranks 0 and 1 in the MPI step), for what
  * rank 3 never brings.
  */
+/* Threads of this process (/proc/self/task): hiar's progress thread must be gone after abort. */
+static int threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void timeout(const char *settings)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
@@ -596,6 +613,8 @@ static void timeout(const char *settings)
     double secs = 0;
     int ok;
     char what[160];
+
+    int before = threads();
 
     cfg.settings = settings;
     if (hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm) != HIAR_SUCCESS) {
@@ -621,8 +640,12 @@ static void timeout(const char *settings)
         ok = 1;
     }
     ok &= hiar_comm_abort(comm) == HIAR_SUCCESS;
+    if (threads() != before) {
+        fprintf(stderr, "rank %d: %d threads before the comm, %d after its abort\n", rank, before, threads());
+        ok = 0;
+    }
     snprintf(what, sizeof(what), "timeout (%s): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s, "
-             "then COMM_FAILED", settings);
+             "then COMM_FAILED, no thread left", settings);
     record(ok, what);
     cudaFree(buf);
 }
@@ -670,10 +693,12 @@ int main(int argc, char **argv)
 {
     MPI_Comm local;
     int lrank, ndev = 0, quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
 
-    MPI_Init(&argc, &argv);
+    int mpi_thread_level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -685,6 +710,9 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
+    for (int a = 1; a + 1 < argc; a++)
+        if (strcmp(argv[a], "--replays") == 0)
+            replays = atoi(argv[a + 1]);
     comm = create(NULL);
     if (argc > 1 && strcmp(argv[1], "--kill") == 0)
         return kill_loop(comm);
@@ -700,16 +728,23 @@ int main(int argc, char **argv)
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 0, 0);
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 1, 0);
     one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 5 << 20, 0, 1);
-    /* One group, or several on one host exchanging on the GPU: kernels only, capturable.  These
-     * runs put every rank on one host; a grouping whose step between groups fell back to MPI
-     * would fail here, as it should (the plan must not fall back on one host). */
+    /* One group, several on one host exchanging on the GPU, or groups on (simulated, HIAR_HOST_ID)
+     * hosts exchanging over MPI on the progress thread: kernels only, capturable.  A step between
+     * groups that fell back to the blocking MPI path would fail here, as it should. */
     graph(comm, HIAR_FLOAT32, 1000);
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);
     hiar_comm_destroy(comm);
-    if (groups) {
-        /* The step between groups over MPI, as across hosts. */
+    if (groups || hosts) {
+        /* The step between groups over MPI, as across hosts: on the progress thread, capturable... */
         comm = create("HIAR_BETWEEN=mpi");
+        one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
+        one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
+        stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
+        graph(comm, HIAR_BFLOAT16, 1 << 20);
+        hiar_comm_destroy(comm);
+        /* ...and on the calling thread, blocking. */
+        comm = create("HIAR_BETWEEN=mpi;HIAR_PROGRESS=0");
         capture_refused(comm);
         one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
@@ -742,8 +777,10 @@ int main(int argc, char **argv)
     mem_api(comm);
     hiar_comm_destroy(comm);
     timeout("HIAR_TIMEOUT_MS=500");
-    if (groups)
+    if (groups || hosts) {
         timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi");
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0");
+    }
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
     MPI_Finalize();

@@ -9,7 +9,8 @@ int harness_passed, harness_failed;
 
 int harness_init(int *argc, char ***argv, const char *prog, int min_ranks)
 {
-    MPI_Init(argc, argv);
+    int mpi_thread_level;
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     if (world_size < min_ranks) {

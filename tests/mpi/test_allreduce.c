@@ -402,7 +402,8 @@ int main(int argc, char **argv)
     unsigned char *send, *recv;
     tally_t tally = {0, 0};
 
-    MPI_Init(&argc, &argv);
+    int mpi_thread_level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     for (int i = 1; i < argc; i++) {

@@ -317,7 +317,8 @@ int main(int argc, char **argv)
     hiar_comm_t *comm;
     int rounds = 1, total_failed;
 
-    MPI_Init(&argc, &argv);
+    int mpi_thread_level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     for (int i = 1; i < argc; i++) {

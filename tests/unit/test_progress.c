@@ -156,7 +156,7 @@ static unsigned char value(int rank, int round, int piece, int j)
 
 static hiar_progress_job_t job_of(rank_t *r, int slot)
 {
-    hiar_progress_job_t job = {slot, r->persistent, PIECES, {{0}}};
+    hiar_progress_job_t job = {slot, slot, r->persistent, PIECES, {{0}}};
 
     for (int i = 0; i < PIECES; i++)
         job.piece[i] = (hiar_progress_piece_t){r->send[slot][i], r->recv[slot][i], PIECE_BYTES, 0,
@@ -357,8 +357,9 @@ static void test_bad_jobs(void)
     job.slot = 8;
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "slot 8 of 8");
     job = job_of(r, 0);
-    job.slot = 5; /* tags 320.. > 300 */
+    job.tag = 5; /* tags 320.. > 300 */
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "tag bound 300");
+    ok &= hiar_progress_max_job_tag(&cfg.port) == 3;
     ok &= hiar_progress_stop(r->engine) == 0;
     free(r);
     expect(ok, "bad jobs: no pieces, a slot past the engine's, tags past the bound: HIAR_INTERNAL_ERROR with a message");

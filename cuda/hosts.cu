@@ -1,0 +1,278 @@
+/*
+ * The GPU's half of the step between hosts (the progress engine's flags:
+ * net/progress.h).  One kernel per job: each block takes pieces
+ * blockIdx.x, + gridDim.x, ...; it first hands all of them to the thread
+ * (copied into pinned host memory when the MPI cannot read device memory,
+ * then `ready`), then, piece by piece, waits for `arrived` and reduces the
+ * rank's own piece with the others' in the link's rank order, so every
+ * rank gets the same bits, into the piece in place.
+ *
+ * A block waits only for the thread, never for another block: the kernel
+ * needs no room beyond its own blocks.  Its blocks count in the GPU's share
+ * like the group's kernels (ranks of the comm on one GPU each get theirs).
+ */
+#include <cuda_runtime.h>
+
+#include "cuda/api.h"
+#include "cuda/check.h"
+#include "cuda/device.cuh"
+
+/* Blocks of one kernel: 16 copy 50 GB/s into host memory, more than a PCIe link takes. */
+#define HOSTS_BLOCKS 16u
+
+/* A slot's memory: flags and send areas in mapped host memory, recv there or on the GPU. */
+typedef struct {
+    hiar_hosts_area_t area;
+    size_t send_cap, recv_cap;
+    int recv_on_device;
+    cudaEvent_t last; /* after the slot's last eager kernel: growing an area waits for it */
+} hosts_slot_t;
+
+struct hiar_hosts_gpu {
+    hiar_ipc_control_t *ctl;     /* mapped host memory: the engine's abort, the kernels' status */
+    hiar_ipc_control_t *ctl_dev; /* the same words as kernels see them */
+    uint64_t timeout_ns;
+    unsigned blocks;
+    int nslots;
+    hosts_slot_t *slots;
+};
+
+/* Fresh reads of what the thread (or the MPI on its behalf) wrote: never an old line from a cache. */
+__device__ __forceinline__ uint4 load_fresh(const char *base, size_t off, size_t bytes)
+{
+    uint4 u = {};
+    if (off + HIAR_UNIT <= bytes)
+        return __ldcv(reinterpret_cast<const uint4 *>(base + off));
+    volatile const char *v = base + off;
+    for (size_t i = 0; i < bytes - off; i++)
+        reinterpret_cast<char *>(&u)[i] = v[i];
+    return u;
+}
+
+template <typename T>
+__device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const hiar_hosts_piece_t &p, int op,
+                                             int divisor)
+{
+    const int es = sizeof(T);
+
+    move_units<4>(0, p.bytes, [&](size_t off) {
+        unit_acc<T, HIAR_UNIT> acc;
+        uint4 r;
+        for (int k = 0; k < j.n; k++) {
+            uint4 u = k == j.me ? load_unit<HIAR_UNIT>(p.data, off, p.bytes, es)
+                                : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * p.stride, off, p.bytes);
+            if (k == 0)
+                acc.load(&u);
+            else
+                acc.fold(op, &u);
+        }
+        acc.store(&r, divisor);
+        return r;
+    }, [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.data, off, p.bytes, es, u); });
+}
+
+/* Block-wide: waits (bounded) for the thread's arrival mark of piece p and lowers it. */
+__device__ __forceinline__ bool await_piece(const hiar_hosts_piece_t &p, hiar_waiter &w)
+{
+    bool ok = true;
+
+    if (threadIdx.x == 0) {
+        volatile uint32_t *arrived = p.flags + HIAR_HOSTS_ARRIVED_WORD;
+        while (*arrived != 1 && (ok = waiter_poll(w)))
+            ;
+        if (ok)
+            *arrived = 0;
+        __threadfence_system();
+    }
+    return __syncthreads_and(ok);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
+                                                             uint64_t timeout_ns, int op, int divisor)
+{
+    hiar_waiter w = {timeout_ns, 0, 0, ctl};
+
+    for (int i = blockIdx.x; i < j.npieces; i += gridDim.x) {
+        const hiar_hosts_piece_t &p = j.piece[i];
+        if (p.send)
+            move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
+                          [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence_system();
+            *(volatile uint32_t *)(p.flags + HIAR_HOSTS_READY_WORD) = 1;
+        }
+    }
+    for (int i = blockIdx.x; i < j.npieces; i += gridDim.x) {
+        if (!await_piece(j.piece[i], w))
+            return;
+        reduce_piece<T>(j, j.piece[i], op, divisor);
+    }
+}
+
+static void free_area(char *host, int on_device)
+{
+    if (host && on_device)
+        cudaFree(host);
+    else if (host)
+        cudaFreeHost(host);
+}
+
+extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
+{
+    if (!g)
+        return;
+    for (int s = 0; g->slots && s < g->nslots; s++) {
+        hosts_slot_t *sl = &g->slots[s];
+        if (sl->area.flags_host)
+            cudaFreeHost(sl->area.flags_host);
+        free_area(sl->area.send_host, 0);
+        free_area(sl->area.recv_host, sl->recv_on_device);
+        if (sl->last)
+            cudaEventDestroy(sl->last);
+    }
+    free(g->slots);
+    cudaFreeHost(g->ctl);
+    free(g);
+}
+
+/*
+ * Allocations may come while the caller's stream is being captured (a
+ * captured call's slot is made then): CUDA refuses them in the default
+ * (global) capture mode unless this thread says relaxed.
+ */
+static cudaError_t alloc_relaxed(void **p, size_t bytes, int on_device)
+{
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t err;
+
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    err = on_device ? cudaMalloc(p, bytes) : cudaHostAlloc(p, bytes, cudaHostAllocMapped);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    return err;
+}
+
+/* An area of at least bytes (its old content is not kept). */
+static hiar_result_t grow(hosts_slot_t *sl, char **host, char **dev, size_t *cap, size_t bytes, int on_device,
+                          const char *what)
+{
+    void *p = NULL;
+
+    if (bytes <= *cap)
+        return HIAR_SUCCESS;
+    if (sl->last)
+        HIAR_CUDA_CHECK(cudaEventSynchronize(sl->last));
+    free_area(*host, host == &sl->area.recv_host && sl->recv_on_device);
+    *host = *dev = NULL;
+    *cap = 0;
+    if (alloc_relaxed(&p, bytes, on_device) != cudaSuccess)
+        return hiar_cuda_error(cudaGetLastError(), what);
+    *host = (char *)p;
+    *dev = (char *)p;
+    if (!on_device)
+        HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)dev, p, 0));
+    *cap = bytes;
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
+                                             int recv_on_device, hiar_hosts_area_t *out)
+{
+    hosts_slot_t *sl = &g->slots[slot];
+    size_t flag_bytes = HIAR_HOSTS_MAX_PIECES * HIAR_HOSTS_FLAGS_BYTES;
+
+    if (!sl->area.flags_host) {
+        void *p = NULL;
+        if (alloc_relaxed(&p, flag_bytes, 0) != cudaSuccess)
+            return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of a slot's flags between hosts");
+        memset(p, 0, flag_bytes);
+        sl->area.flags_host = (uint32_t *)p;
+        HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&sl->area.flags_dev, p, 0));
+        HIAR_CUDA_CHECK(cudaEventCreateWithFlags(&sl->last, cudaEventDisableTiming));
+    }
+    if (send_bytes)
+        HIAR_CHECK(grow(sl, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, 0,
+                        "cudaHostAlloc of a send area between hosts"));
+    if (recv_on_device != sl->recv_on_device)
+        sl->recv_cap = 0; /* a kind change reallocates */
+    HIAR_CHECK(grow(sl, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, recv_on_device,
+                    recv_on_device ? "cudaMalloc of a receive area between hosts"
+                                   : "cudaHostAlloc of a receive area between hosts"));
+    sl->recv_on_device = recv_on_device;
+    *out = sl->area;
+    return HIAR_SUCCESS;
+}
+
+extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, hiar_hosts_gpu_t **out)
+{
+    hiar_hosts_gpu_t *g = (hiar_hosts_gpu_t *)calloc(1, sizeof(*g));
+    int device = 0, sms = 0;
+    int per_sm = fewest_per_sm([](auto tag) { return hosts_kernel<decltype(tag)>; });
+
+    *out = NULL;
+    if (!g)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU side of the step between hosts");
+    if (cudaHostAlloc((void **)&g->ctl, sizeof(*g->ctl), cudaHostAllocMapped) != cudaSuccess) {
+        free(g);
+        return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of the step between hosts' control words");
+    }
+    memset(g->ctl, 0, sizeof(*g->ctl));
+    if (cudaHostGetDevicePointer((void **)&g->ctl_dev, g->ctl, 0) != cudaSuccess) {
+        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaHostGetDevicePointer of the control words");
+        hiar_hosts_gpu_destroy(g);
+        return rc;
+    }
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    g->timeout_ns = (uint64_t)timeout_ms * 1000000u;
+    g->blocks = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)per_sm, sharers, HOSTS_BLOCKS);
+    g->nslots = nslots;
+    if (!(g->slots = (hosts_slot_t *)calloc((size_t)nslots, sizeof(*g->slots)))) {
+        hiar_hosts_gpu_destroy(g);
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d slots between hosts", nslots);
+    }
+    *out = g;
+    return HIAR_SUCCESS;
+}
+
+extern "C" int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g)
+{
+    return &g->ctl->abort;
+}
+
+extern "C" hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g)
+{
+    volatile const int *status = &g->ctl->status;
+
+    if (*status == HIAR_TIMEOUT)
+        return hiar_error_set(HIAR_TIMEOUT, "a kernel of the step between hosts gave up waiting for the MPI step "
+                                            "(HIAR_TIMEOUT_MS=%llu ms)", (unsigned long long)(g->timeout_ns / 1000000u));
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g)
+{
+    __atomic_store_n(&g->ctl->abort, 1, __ATOMIC_RELEASE);
+}
+
+extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, int slot, const hiar_hosts_job_t *job,
+                                           const hiar_call_t *c)
+{
+    unsigned grid = (unsigned)job->npieces < g->blocks ? (unsigned)job->npieces : g->blocks;
+    cudaStream_t stream = (cudaStream_t)c->stream;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        hosts_kernel<decltype(tag)><<<grid, HIAR_THREADS, 0, stream>>>(*job, g->ctl_dev, g->timeout_ns, (int)c->op,
+                                                                       c->divisor);
+        return cudaGetLastError();
+    });
+
+    if (err != cudaSuccess)
+        return hiar_cuda_error(err, "launch of the kernel of the step between hosts");
+    HIAR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    /* A captured call's slot is its own for good: never grown, no event. */
+    if (capture == cudaStreamCaptureStatusNone)
+        HIAR_CUDA_CHECK(cudaEventRecord(g->slots[slot].last, stream));
+    return HIAR_SUCCESS;
+}

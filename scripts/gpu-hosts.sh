@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The step between hosts (issue 17) on a GPU machine: ranks under CUDA MPS
+# as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
+# groups span "hosts" and their step goes over MPI, on the progress thread
+# (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
+#   bash scripts/gpu-hosts.sh OUT [tests|bench|all]
+# Writes OUT/summary.txt and a log per part; run from a built tree.
+set -u
+out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
+part=${2:-all}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+run() { # log name, then the command
+    local name=$1
+    shift
+    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
+    timeout 240 "$@" >>"$out/$name.log" 2>&1
+    local rc=$?
+    grep -E "passed|FAIL|Avg bus" "$out/$name.log" | tail -n 3 | tee -a "$out/summary.txt"
+    echo "-> exit $rc" | tee -a "$out/summary.txt"
+}
+mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+nvidia-cuda-mps-control -d
+mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+m4="$mpi -np 4"
+as=scripts/as-hosts
+bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
+tests_part() {
+    run tests $m4 $as ./tests/gpu/test_gpu --quick
+    run tests $m4 -x HIAR_GROUPS="0,1|2,3" $as ./tests/gpu/test_gpu --quick --replays 1000
+    run tests $m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=MPI $as ./tests/mpi/test_rmsnorm --device
+    run tests $m4 -x HIAR_GROUPS="0|1,2,3" -x HIAR_BETWEEN=mpi ./tests/gpu/test_gpu --quick
+    run tests bash tests/gpu/kill.sh $m4 $as
+    ls /dev/shm | tee -a "$out/summary.txt"
+}
+bench_part() {
+    run bench $m4 $as $bench --impl hiar,mpi -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
+    run bench $m4 $as $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
+    run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 1K -e 256M -f 4 -n 20 -w 5
+    run bench $m4 $as $bench --impl hiar -b 1K -e 64M -f 4 -n 50 -w 5 --graph
+}
+case $part in
+tests) tests_part ;;
+bench) bench_part ;;
+*) tests_part; bench_part ;;
+esac
+echo quit | nvidia-cuda-mps-control

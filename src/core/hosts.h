@@ -1,0 +1,52 @@
+/*
+ * The step between hosts of hierarchical device calls, on the progress
+ * engine (net/progress.h) and the GPU (cuda/hosts.cu), in CUDA builds: after
+ * the reduce-scatter in the group, one kernel per job of pieces of the
+ * shards this rank owns hands them to the engine's thread, which exchanges
+ * them over MPI with the shard's owners on the other hosts, and reduces
+ * what arrives; the all-gather follows.  The call only enqueues kernels and
+ * jobs, so it returns at once, and a CUDA graph can capture it.
+ *
+ * It needs MPI_THREAD_MULTIPLE: the thread calls MPI while the application
+ * (and hiar on its thread) may.  Without it, or with HIAR_PROGRESS=0, the
+ * step stays on the calling thread, blocking (core/hier.c).
+ */
+#ifndef HIAR_CORE_HOSTS_H
+#define HIAR_CORE_HOSTS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "base/call.h"
+#include "net/tier.h"
+
+typedef struct hiar_hosts hiar_hosts_t;
+
+typedef struct {
+    int setting;             /* HIAR_PROGRESS: 0 off, 1 auto */
+    int device_pointers;     /* the MPI takes device memory (HIAR_MPI_DEVICE, resolved) */
+    int timeout_ms;
+    unsigned sharers;        /* ranks of the comm on this GPU */
+    int device;              /* the GPU, made current on the thread */
+    const atomic_int *abort; /* the comm's */
+} hiar_hosts_config_t;
+
+/*
+ * Collective over mpi (every rank of the comm; the device tier t).  *out is
+ * NULL where the step stays blocking, agreed by every rank; why says which
+ * and why either way.  Only a failed agreement is returned.
+ */
+hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_hosts_config_t *cfg,
+                               hiar_hosts_t **out, char *why, size_t why_size);
+
+/* The step of c for every shard this rank owns, every chunk of c->plan.chunk (after the reduce-scatter). */
+hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
+
+/* HIAR_TIMEOUT or the thread's error once there is one. */
+hiar_result_t hiar_hosts_status(hiar_hosts_t *h);
+void hiar_hosts_abort(hiar_hosts_t *h);
+
+/* Stops the thread (after the GPU is idle, or after abort); what a failed exchange may still write into stays. */
+void hiar_hosts_free(hiar_hosts_t *h);
+
+#endif
