@@ -221,7 +221,9 @@ static void pml_cvar(char *out, size_t size)
  */
 static int ucp_reports_cuda(void *ucp)
 {
-    enum { UCP_PARAM_FIELD_FEATURES = 1, UCP_FEATURE_TAG = 1, UCP_ATTR_FIELD_MEMORY_TYPES = 4, UCS_MEMORY_TYPE_CUDA = 1 };
+    /* ucp.h's and ucs's values. */
+    enum { UCP_PARAM_FIELD_FEATURES = 1, UCP_FEATURE_TAG = 1, UCP_ATTR_FIELD_MEMORY_TYPES = 4 };
+    enum { UCS_MEMORY_TYPE_CUDA = 1 };
     struct {
         uint64_t field_mask, features;
         char rest[512];
@@ -366,7 +368,8 @@ static const char *impi_no(const hiar_mpi_facts_t *f, char *buf, size_t size)
     const char *mode = f->impi_mode;
 
     if (!f->impi_offload || strtol(f->impi_offload, NULL, 10) < 1) {
-        snprintf(buf, size, "I_MPI_OFFLOAD=%.16s (1 turns GPU buffers on)", f->impi_offload ? f->impi_offload : "unset");
+        snprintf(buf, size, "I_MPI_OFFLOAD=%.16s (1 turns GPU buffers on)",
+                 f->impi_offload ? f->impi_offload : "unset");
         return buf;
     }
     if (mode && *mode && strcasecmp(mode, "auto") != 0 && strcasecmp(mode, "cuda") != 0) {

@@ -72,7 +72,8 @@ typedef struct {
     char library[64];          /* MPI_Get_library_version's first line, up to a comma */
     int cuda_query;            /* MPIX_Query_cuda_support(): 0 or 1; -1 where the MPI has none */
     int gpu_query;             /* MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA): 0 or 1; -1 none */
-    char pml_cvar[64];         /* Open MPI's MPI_T variable "pml" (the PMLs asked for), read where no mca_pml_*.so is mapped; "" unknown */
+    char pml_cvar[64];         /* Open MPI's MPI_T variable "pml" (the PMLs asked for), read where no
+                                  mca_pml_*.so is mapped; "" unknown */
     hiar_mpi_maps_t maps;      /* from /proc/self/maps */
     int ucx_cuda;              /* a UCP context on cuda_copy reports the cuda memory type: 0 or 1; -1 not asked */
     const char *ucx_tls;       /* UCX_TLS, NULL where unset */

@@ -37,37 +37,32 @@ static const char maps_ucx_nocuda[] = COMMON MAP(SYS "/libucp.so.0.0.0") MAP(SYS
 static const char maps_ucx_cuda[] = COMMON MAP(CU "/ucx/libuct_cuda.so.0") MAP(CU "/libucp.so.0") MAP(CU "/libucs.so.0")
     MAP(CU "/libuct.so.0") MAP(CU "/ucx/libuct_cma.so.0") MAP(OMPI "/mca_pml_ucx.so");
 
-static void scan(const char *text, hiar_mpi_maps_t *m)
-{
-    hiar_net_mpi_maps_scan(text, m);
-}
-
-Test(mpidev_maps, ob1_alone)
+static void ob1_alone(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(maps_ob1, &m);
+    hiar_net_mpi_maps_scan(maps_ob1, &m);
     cr_expect_str_eq(m.pml, "ob1");
     cr_expect_eq(m.ucs_dirs, 0);
     cr_expect_eq(m.cuda_dirs, 0);
 }
 
-Test(mpidev_maps, ucx_libraries_left_by_ob1)
+static void ucx_libraries_left_by_ob1(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(maps_ob1_ucx_left, &m);
+    hiar_net_mpi_maps_scan(maps_ob1_ucx_left, &m);
     cr_expect_str_eq(m.pml, "ob1");
     cr_expect_eq(m.ucs_dirs, 1);
     cr_expect_str_eq(m.ucs_dir, SYS);
     cr_expect_eq(m.cuda_dirs, 0);
 }
 
-Test(mpidev_maps, cuda_ucx)
+static void cuda_ucx(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(maps_ucx_cuda, &m);
+    hiar_net_mpi_maps_scan(maps_ucx_cuda, &m);
     cr_expect_str_eq(m.pml, "ucx");
     cr_expect_str_eq(m.ucs_dir, CU);
     cr_expect_str_eq(m.cuda_dir, CU "/ucx");
@@ -76,51 +71,52 @@ Test(mpidev_maps, cuda_ucx)
 }
 
 /* Files replaced on disk after they were mapped end " (deleted)"; libucs_signal is not libucs. */
-Test(mpidev_maps, deleted_files_and_lookalikes)
+static void deleted_files_and_lookalikes(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(MAP(CU "/libucs.so.0 (deleted)") MAP("/opt/other/libucs_signal.so.0") MAP("/opt/x/libuct_cuda_gdrcopy.so.0")
-             MAP(OMPI "/mca_pml_ucx.so (deleted)") MAP(OMPI "/mca_pml_ucx.so.bak") MAP(OMPI "/mca_pml_.so"),
-         &m);
+    hiar_net_mpi_maps_scan(MAP(CU "/libucs.so.0 (deleted)") MAP("/opt/other/libucs_signal.so.0")
+                               MAP("/opt/x/libuct_cuda_gdrcopy.so.0") MAP(OMPI "/mca_pml_ucx.so (deleted)")
+                                   MAP(OMPI "/mca_pml_ucx.so.bak") MAP(OMPI "/mca_pml_.so"),
+                           &m);
     cr_expect_str_eq(m.pml, "ucx");
     cr_expect_str_eq(m.ucs_dir, CU);
     cr_expect_eq(m.ucs_dirs, 1);
     cr_expect_eq(m.cuda_dirs, 0);
 }
 
-Test(mpidev_maps, several_pmls_and_ucx_copies)
+static void several_pmls_and_ucx_copies(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(MAP(OMPI "/mca_pml_ucx.so") MAP(OMPI "/mca_pml_monitoring.so") MAP(OMPI "/mca_pml_ucx.so")
-             MAP(SYS "/libucs.so.0") MAP(CU "/libucs.so.0") MAP(SYS "/libucs.so.0"),
-         &m);
+    hiar_net_mpi_maps_scan(MAP(OMPI "/mca_pml_ucx.so") MAP(OMPI "/mca_pml_monitoring.so") MAP(OMPI "/mca_pml_ucx.so")
+                               MAP(SYS "/libucs.so.0") MAP(CU "/libucs.so.0") MAP(SYS "/libucs.so.0"),
+                           &m);
     cr_expect_str_eq(m.pml, "ucx+monitoring");
     cr_expect_eq(m.ucs_dirs, 2);
     cr_expect_str_eq(m.ucs_dir, SYS);
 }
 
 /* A list longer than the field is never cut down to something that reads "ucx". */
-Test(mpidev_maps, too_many_pmls)
+static void too_many_pmls(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(MAP(OMPI "/mca_pml_ucx.so") MAP(OMPI "/mca_pml_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.so")
-             MAP(OMPI "/mca_pml_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.so"),
-         &m);
+    hiar_net_mpi_maps_scan(MAP(OMPI "/mca_pml_ucx.so") MAP(OMPI "/mca_pml_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.so")
+                               MAP(OMPI "/mca_pml_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.so"),
+                           &m);
     cr_expect_str_eq(m.pml, "(several)");
 }
 
-Test(mpidev_maps, empty_or_unreadable)
+static void empty_or_unreadable(void)
 {
     hiar_mpi_maps_t m;
 
-    scan(NULL, &m);
+    hiar_net_mpi_maps_scan(NULL, &m);
     cr_expect_str_eq(m.pml, "");
-    scan("", &m);
+    hiar_net_mpi_maps_scan("", &m);
     cr_expect_eq(m.ucs_dirs, 0);
-    scan("garbage\n\n\n7f42d5d02000-7f42d5d06000 r--p\n", &m);
+    hiar_net_mpi_maps_scan("garbage\n\n\n7f42d5d02000-7f42d5d06000 r--p\n", &m);
     cr_expect_str_eq(m.pml, "");
 }
 
@@ -152,7 +148,7 @@ static void expect(int setting, const hiar_mpi_facts_t *f, int yes, const char *
     cr_expect(!strchr(d.why, '\n'), "why is one line: %s", d.why);
 }
 
-Test(mpidev, forced)
+static void forced(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ob1);
 
@@ -161,7 +157,7 @@ Test(mpidev, forced)
     expect(HIAR_MPIDEV_NO, &f, 0, "forced by HIAR_MPI_DEVICE=0: device buffers are staged through pinned host memory");
 }
 
-Test(mpidev, openmpi_as_installed)
+static void openmpi_as_installed(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ob1);
 
@@ -172,14 +168,14 @@ Test(mpidev, openmpi_as_installed)
     expect(HIAR_MPIDEV_AUTO, &f, 0, "pml ob1: ");
 }
 
-Test(mpidev, openmpi_pml_ucx_without_cuda)
+static void openmpi_pml_ucx_without_cuda(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ucx_nocuda);
 
     expect(HIAR_MPIDEV_AUTO, &f, 0, "pml ucx over a UCX without its cuda transport (libuct_cuda not loaded)");
 }
 
-Test(mpidev, openmpi_pml_ucx_over_cuda_ucx)
+static void openmpi_pml_ucx_over_cuda_ucx(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ucx_cuda);
 
@@ -188,18 +184,19 @@ Test(mpidev, openmpi_pml_ucx_over_cuda_ucx)
 }
 
 /* libuct_cuda loads wherever libcuda.so.1 does (the CUDA stubs here); UCX's own answer decides. */
-Test(mpidev, openmpi_cuda_transport_without_gpu)
+static void openmpi_cuda_transport_without_gpu(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ucx_cuda);
 
     f.ucx_cuda = 0;
-    expect(HIAR_MPIDEV_AUTO, &f, 0, "pml ucx, but UCX's cuda_copy finds no GPU (none, or a driver older than UCX's CUDA)");
+    expect(HIAR_MPIDEV_AUTO, &f, 0,
+           "pml ucx, but UCX's cuda_copy finds no GPU (none, or a driver older than UCX's CUDA)");
     f.ucx_cuda = -1;
     expect(HIAR_MPIDEV_AUTO, &f, 0, "pml ucx, but its libucp could not be asked for the cuda memory type");
 }
 
 /* PMLs built into libmpi (no mca_pml_*.so): only "pml" = "ucx" proves the PML. */
-Test(mpidev, openmpi_pml_built_in)
+static void openmpi_pml_built_in(void)
 {
     hiar_mpi_facts_t f = ompi(MAP(CU "/libucs.so.0") MAP(CU "/ucx/libuct_cuda.so.0"));
 
@@ -210,7 +207,7 @@ Test(mpidev, openmpi_pml_built_in)
     expect(HIAR_MPIDEV_AUTO, &f, 1, "with pml ucx and UCX's cuda transport loaded");
 }
 
-Test(mpidev, openmpi_ucx_not_one_copy)
+static void openmpi_ucx_not_one_copy(void)
 {
     hiar_mpi_facts_t f = ompi(MAP(OMPI "/mca_pml_ucx.so") MAP(SYS "/libucs.so.0") MAP(CU "/libucs.so.0")
                                   MAP(CU "/ucx/libuct_cuda.so.0"));
@@ -249,7 +246,7 @@ Test(mpidev, ucx_tls)
 }
 
 /* Open MPI built with CUDA (HPC-X), MPICH, Intel MPI: the MPI's own answer. */
-Test(mpidev, the_mpis_own_answer)
+static void the_mpis_own_answer(void)
 {
     hiar_mpi_facts_t f = ompi(maps_ob1);
 
@@ -268,7 +265,7 @@ Test(mpidev, the_mpis_own_answer)
     expect(HIAR_MPIDEV_AUTO, &f, 0, "this MPI without CUDA support");
 }
 
-Test(mpidev, intel_mpi)
+static void intel_mpi(void)
 {
     hiar_mpi_facts_t f;
 
@@ -283,4 +280,38 @@ Test(mpidev, intel_mpi)
     expect(HIAR_MPIDEV_AUTO, &f, 1, "with I_MPI_OFFLOAD=1");
     f.impi_mode = "level_zero";
     expect(HIAR_MPIDEV_AUTO, &f, 0, "I_MPI_OFFLOAD_MODE=level_zero, not cuda");
+}
+
+/* One process per group of cases: valgrind (tests/sanitize.sh) starts each in about 3.5 s. */
+
+Test(mpidev_maps, open_mpi_41_as_measured)
+{
+    ob1_alone();
+    ucx_libraries_left_by_ob1();
+    cuda_ucx();
+}
+
+Test(mpidev_maps, odd_lines)
+{
+    deleted_files_and_lookalikes();
+    several_pmls_and_ucx_copies();
+    too_many_pmls();
+    empty_or_unreadable();
+}
+
+Test(mpidev, open_mpi)
+{
+    openmpi_as_installed();
+    openmpi_pml_ucx_without_cuda();
+    openmpi_pml_ucx_over_cuda_ucx();
+    openmpi_cuda_transport_without_gpu();
+    openmpi_pml_built_in();
+    openmpi_ucx_not_one_copy();
+}
+
+Test(mpidev, forced_and_other_mpis)
+{
+    forced();
+    the_mpis_own_answer();
+    intel_mpi();
 }
