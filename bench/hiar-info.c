@@ -11,9 +11,6 @@
 #include <string.h>
 
 #include <mpi.h>
-#ifdef HAVE_MPI_EXT_H
-#include <mpi-ext.h>
-#endif
 #ifdef HIAR_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -24,19 +21,28 @@
 #include "topo/nvml.h"
 #endif
 #include "base/settings.h"
+#include "net/mpidev.h"
 #include "topo/topo.h"
 
 #ifndef HIAR_CUDA_ARCHS
 #define HIAR_CUDA_ARCHS ""
 #endif
 
-static const char *mpi_cuda_aware(void)
+/* Collective over MPI_COMM_WORLD: the answer every comm of these ranks gets (HIAR_MPI_DEVICE). */
+static void print_mpi_device(void)
 {
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support() ? "yes" : "built with CUDA, not at run time";
-#else
-    return "no";
-#endif
+    hiar_mpi_device_t d;
+    hiar_params_t p;
+    hiar_result_t rc = hiar_params_load(&p, NULL);
+
+    if (rc == HIAR_SUCCESS) {
+        rc = hiar_net_mpi_device(MPI_COMM_WORLD, (int)p.v[HIAR_P_MPI_DEVICE].num, &d);
+        hiar_params_free(&p);
+    }
+    if (rc == HIAR_SUCCESS)
+        printf("  MPI device pointers: %s (%s)\n", d.yes ? "yes" : "no", d.why);
+    else
+        printf("  MPI device pointers: not known (%s)\n", hiar_last_error());
 }
 
 static void print_build(void)
@@ -58,7 +64,7 @@ static void print_build(void)
     printf("  NCCL:            no\n");
 #endif
     printf("  MPI:             %s\n", mpi_version);
-    printf("  MPI CUDA-aware:  %s\n", mpi_cuda_aware());
+    print_mpi_device();
 }
 
 static int print_params(void)

@@ -26,6 +26,7 @@ typedef struct {
     size_t send_cap, recv_cap;
     int recv_on_device;
     cudaEvent_t last; /* after the slot's last eager kernel: growing an area waits for it */
+    int recorded;     /* last was recorded (a captured call's slot never is: no wait while capturing) */
 } hosts_slot_t;
 
 struct hiar_hosts_gpu {
@@ -161,7 +162,7 @@ static hiar_result_t grow(hosts_slot_t *sl, char **host, char **dev, size_t *cap
 
     if (bytes <= *cap)
         return HIAR_SUCCESS;
-    if (sl->last)
+    if (sl->recorded)
         HIAR_CUDA_CHECK(cudaEventSynchronize(sl->last));
     free_area(*host, host == &sl->area.recv_host && sl->recv_on_device);
     *host = *dev = NULL;
@@ -272,7 +273,9 @@ extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, int slot, const 
         return hiar_cuda_error(err, "launch of the kernel of the step between hosts");
     HIAR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     /* A captured call's slot is its own for good: never grown, no event. */
-    if (capture == cudaStreamCaptureStatusNone)
+    if (capture == cudaStreamCaptureStatusNone) {
         HIAR_CUDA_CHECK(cudaEventRecord(g->slots[slot].last, stream));
+        g->slots[slot].recorded = 1;
+    }
     return HIAR_SUCCESS;
 }

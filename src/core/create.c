@@ -106,7 +106,7 @@ static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *li
 {
     hiar_gpu_env_t env = {comm->mpi,        comm->rank,          comm->size,    &comm->params,
                           limits->ipc_slot, limits->pinned_slot, hiar_run_host, comm,
-                          &comm->abort};
+                          &comm->abort,     comm->mpi_device.yes};
 
     return hiar_gpu_create(&env, &comm->gpu);
 }
@@ -118,6 +118,7 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     hiar_plan_limits_t limits;
 
     HIAR_CHECK(check_params_agree(comm));
+    HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
     HIAR_CHECK(host_groups(comm));
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &limits); /* slot sizes: parameters only, the same for both sides */

@@ -161,8 +161,8 @@ static hiar_result_t agree_hier_slot(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 /* The step between groups over MPI: asynchronous on the progress engine where the MPI allows it (core/hosts.h). */
 static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
 {
-    hiar_hosts_config_t cfg = {.setting = (int)env->params->v[HIAR_P_PROGRESS].num,
-                               .device_pointers = 0,
+    hiar_hosts_config_t cfg = {.setting = (int)env->params->v[HIAR_P_PROGRESS].num == HIAR_PROGRESS_AUTO,
+                               .device_pointers = env->mpi_device,
                                .timeout_ms = (int)env->params->v[HIAR_P_TIMEOUT_MS].num,
                                .sharers = on_gpu > 0 ? (unsigned)on_gpu : 1u,
                                .device = gpu->device,

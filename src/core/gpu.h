@@ -42,6 +42,7 @@ typedef struct {
     hiar_host_run_t host_run; /* where staged calls go */
     void *host_arg;
     const atomic_int *abort;  /* the comm's: the progress thread stops */
+    int mpi_device;           /* the MPI takes device memory point-to-point (HIAR_MPI_DEVICE, agreed) */
 } hiar_gpu_env_t;
 
 /*

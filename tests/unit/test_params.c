@@ -383,6 +383,11 @@ static const struct {
     {HIAR_P_CHECK, "none", HIAR_ARGCHECK_NONE},
     {HIAR_P_CHECK, "local", HIAR_ARGCHECK_LOCAL},
     {HIAR_P_CHECK, "global", HIAR_ARGCHECK_GLOBAL},
+    {HIAR_P_PROGRESS, "0", HIAR_PROGRESS_OFF},
+    {HIAR_P_PROGRESS, "auto", HIAR_PROGRESS_AUTO},
+    {HIAR_P_MPI_DEVICE, "auto", HIAR_MPIDEV_AUTO},
+    {HIAR_P_MPI_DEVICE, "0", HIAR_MPIDEV_NO},
+    {HIAR_P_MPI_DEVICE, "1", HIAR_MPIDEV_YES},
 };
 enum { NENUM_CONSTANTS = sizeof(enum_constants) / sizeof(enum_constants[0]) };
 
