@@ -44,10 +44,14 @@
 
 enum { PH_COMPUTE, PH_COMM, PH_STEP, PH_COUNT };
 
+/* Buckets start as cudaMalloc'ed buffers do: the backward kernel and hiar's vector loads want 16 bytes. */
+#define BUCKET_ALIGN 256
+
 typedef struct {
     bench_t *b;
     int nb;                /* buckets */
     size_t count, bytes;   /* per bucket */
+    size_t stride;         /* from bucket to bucket: bytes rounded up to BUCKET_ALIGN */
     char *grad, *src;      /* nb buckets each, device: the gradients, reduced in place; their inputs */
     cudaStream_t compute;  /* the backward kernels'; the calls run on b->stream */
     cudaEvent_t *ready;    /* per bucket: its kernel is done */
@@ -63,7 +67,7 @@ typedef struct {
 
 static char *bucket(const train_t *t, char *base, int i)
 {
-    return base + (size_t)i * t->bytes;
+    return base + (size_t)i * t->stride;
 }
 
 static void backward(train_t *t, int i)
@@ -153,7 +157,7 @@ static run_t time_phase(train_t *t, int impl, int phase, double *ms)
         double t0;
         /* No kernel writes the buckets here: their inputs are copied in, untimed. */
         if (phase == PH_COMM)
-            bench_copy(b, t->grad, t->src, (size_t)t->nb * t->bytes);
+            bench_copy(b, t->grad, t->src, (size_t)t->nb * t->stride);
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         status = step(t, impl, phase);
@@ -217,8 +221,9 @@ static void setup(train_t *t, bench_t *b)
     t->nb = b->opt.buckets;
     t->count = b->opt.bucket_bytes / b->esize;
     t->bytes = t->count * b->esize;
-    t->grad = bench_alloc(b, (size_t)t->nb * t->bytes, 0);
-    t->src = bench_alloc(b, (size_t)t->nb * t->bytes, 0);
+    t->stride = (t->bytes + BUCKET_ALIGN - 1) / BUCKET_ALIGN * BUCKET_ALIGN;
+    t->grad = bench_alloc(b, (size_t)t->nb * t->stride, 0);
+    t->src = bench_alloc(b, (size_t)t->nb * t->stride, 0);
     t->ready = malloc(sizeof t->ready[0] * (size_t)t->nb);
     t->times = malloc(sizeof t->times[0] * (size_t)b->opt.iters);
     if (!t->ready || !t->times)
@@ -251,7 +256,7 @@ static void print_intro(const train_t *t)
     FILE *out = b->info;
 
     fprintf(out, "# train: %d buckets of %zu B (%zu %s, %s, in place), each after a backward kernel of %llu us on "
-                 "%d SMs (%s)\n",
+                 "%d SMs (%s; longer if its copy of the bucket takes longer)\n",
             t->nb, t->bytes, t->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), t->ns / 1000,
             b->opt.compute_sms, b->opt.compute_us ? "--compute-us" : "hiar's comm-only time over the buckets");
     fprintf(out, "# compute: the kernels alone; comm: the allreduces alone, back to back; step: both, hiar and "
