@@ -34,6 +34,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "bench-backward.h"
@@ -279,7 +280,10 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
     double overlap = (compute_ms + r->comm_ms - r->step_ms) / shorter;
     double busbw = (double)t->nb * (double)t->bytes / (r->comm_ms * 1e6) * 2.0 * (b->nranks - 1) / b->nranks;
     const char *name = bench_impls[impl].name;
+    char wrong[24] = "-";
 
+    if (b->opt.check)
+        snprintf(wrong, sizeof wrong, "%lld", r->wrong);
     if (b->opt.json && r->status == RUN_OK)
         printf("{\"mode\":\"train\",\"impl\":\"%s\",\"nranks\":%d,\"dtype\":\"%s\",\"op\":\"%s\",\"buckets\":%d,"
                "\"bucket_bytes\":%zu,\"kernel_us\":%llu,\"compute_ms\":%.4f,\"comm_ms\":%.4f,\"busbw_GBps\":%.3f,"
@@ -290,12 +294,9 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
     else if (b->opt.json)
         printf("{\"mode\":\"train\",\"impl\":\"%s\",\"nranks\":%d,\"status\":\"%s\"}\n", name, b->nranks,
                r->status == RUN_NA ? "n/a" : "failed");
-    else if (r->status == RUN_OK && b->opt.check)
-        printf("%6s %12.3f %10.3f %12.2f %10.3f %8.2f %9.3f %7lld\n", name, compute_ms, r->comm_ms, busbw,
-               r->step_ms, overlap, r->step_ms / longer, r->wrong);
     else if (r->status == RUN_OK)
         printf("%6s %12.3f %10.3f %12.2f %10.3f %8.2f %9.3f %7s\n", name, compute_ms, r->comm_ms, busbw,
-               r->step_ms, overlap, r->step_ms / longer, "-");
+               r->step_ms, overlap, r->step_ms / longer, wrong);
     else
         printf("%6s %12s\n", name, r->status == RUN_NA ? "n/a" : "failed");
 }
