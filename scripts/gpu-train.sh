@@ -12,9 +12,12 @@
 # and #wrong (0).  On one GPU NCCL shows n/a: NCCL refuses ranks that share
 # a GPU.  With UCX_DIR set (libucx-cu13's lib/, doc/guide.md), np4-hosts runs
 # once more over --mca pml ucx.  Logs go to $1 (default ./gpu-logs), a file
-# per configuration; summary.txt has the commands and the table rows.
+# per configuration; summary.txt has the commands and the table rows.  $2
+# lists the kernel times (default "auto 2000"; not yet timed on a GPU: pass
+# one per call if a call of the device tool runs past its 10 minutes).
 set -u
 out=${1:-gpu-logs}
+kernel_times=${2:-auto 2000}
 mkdir -p "$out"
 # A bug that deadlocks a kernel should cost seconds, not the default 10 minutes.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
@@ -38,7 +41,7 @@ hosts='export HIAR_HOST_ID=host$((${OMPI_COMM_WORLD_RANK:?not under Open MPI} / 
 
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d
-for us in auto 2000; do
+for us in $kernel_times; do
     kernel=
     [ "$us" = auto ] || kernel="--compute-us $us"
     run train-np2 $mpi -np 2 $bench $kernel
