@@ -177,6 +177,10 @@ static void shape(bench_t *b, size_t tokens, size_t hidden, int *bad)
     double us[DEC_COUNT], worst = 0;
     int run[DEC_COUNT] = {has(b, IMPL_HIAR), has(b, IMPL_HIAR), has(b, IMPL_NCCL), has(b, IMPL_HIAR)};
 
+#ifdef HIAR_HAVE_NCCL
+    run[DEC_NCCL] = run[DEC_NCCL] && b->nccl; /* NULL where ranks share a GPU (bench-nccl.h): n/a */
+#endif
+
     s.in = bench_alloc(b, s.bytes, 0);
     s.res = bench_alloc(b, s.bytes, 0);
     s.out = bench_alloc(b, s.bytes, 0);

@@ -9,12 +9,15 @@
 
 #include "bench.h"
 
-/* Collective over MPI_COMM_WORLD; failures end the job.  With --register, registers send and recv. */
 #ifdef HIAR_HAVE_NCCL
 /* NCCL's datatype for a hiar dtype. */
 ncclDataType_t bench_nccl_type(hiar_dtype_t dtype);
 #endif
 
+/*
+ * Collective over MPI_COMM_WORLD; failures end the job.  With --register, registers send and recv.
+ * Where ranks share a GPU, makes no communicator (b->nccl stays NULL): run then returns RUN_NA.
+ */
 void bench_nccl_setup(bench_t *b);
 /* Destroys the communicator, or aborts it after a failure (b->dead[IMPL_NCCL]). */
 void bench_nccl_teardown(bench_t *b);

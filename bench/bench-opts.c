@@ -15,7 +15,8 @@
 
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
-       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC };
+       OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC,
+       OPT_TRAIN, OPT_BUCKETS, OPT_BUCKET_BYTES, OPT_COMPUTE_US, OPT_COMPUTE_SMS };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -23,7 +24,8 @@ static const struct {
     const char *value;
 } defaults[] = {{'b', "8"}, {'e', "64M"}, {'f', "2"}, {'d', "float32"},
                 {'o', "sum"}, {'n', "20"}, {'w', "5"}, {OPT_TOKENS, "1,4,16,32,64,256"},
-                {OPT_HIDDEN, "4096,8192"}, {OPT_LAYERS, "8"}};
+                {OPT_HIDDEN, "4096,8192"}, {OPT_LAYERS, "8"}, {OPT_BUCKETS, "8"},
+                {OPT_BUCKET_BYTES, "25M"}, {OPT_COMPUTE_SMS, "8"}};
 
 /* Usage error: the message for rank 0 to print; returns the exit status 2. */
 __attribute__((format(printf, 2, 3))) static int bad(char *err, const char *fmt, ...)
@@ -54,7 +56,8 @@ void bench_usage(FILE *out)
             "  -e MAX       largest message (default %s)\n"
             "  -f FACTOR    size multiplier from row to row (default %s)\n"
             "  -d DTYPE     int32 int64 float16 bfloat16 float32 float64 uint8 int8, or\n"
-            "               fp16 half bf16 f32 fp32 float f64 fp64 double (default %s)\n"
+            "               fp16 half bf16 f32 fp32 float f64 fp64 double (default %s;\n"
+            "               bfloat16 with --train)\n"
             "  -o OP        sum prod min max avg (default %s)\n"
             "  -n ITERS     timed calls per size and implementation (default %s)\n"
             "  -w WARMUP    untimed calls before them (default %s)\n"
@@ -75,6 +78,16 @@ void bench_usage(FILE *out)
             "  --tokens L   --decode: comma list of token counts (default %s)\n"
             "  --hidden L   --decode: comma list of hidden sizes (default %s)\n"
             "  --layers N   --decode: layers per graph (default %s)\n"
+            "  --train      device buffers: data-parallel training steps, DDP's gradient\n"
+            "               buckets allreduced in place (-d, -o) while the next backward\n"
+            "               kernels run; prints compute-only, comm-only and step time and\n"
+            "               the overlap, per implementation; -n steps after -w warm-up ones\n"
+            "  --buckets L  --train: buckets, each after its backward kernel (default %s)\n"
+            "  --bucket-bytes S  --train: bytes per bucket, with K, M or G (default %s)\n"
+            "  --compute-us D    --train: each backward kernel's time in microseconds\n"
+            "               (default: hiar's comm-only time over L, compute as long as comm)\n"
+            "  --compute-sms K   --train: blocks of each backward kernel, an SM each\n"
+            "               (default %s)\n"
             "  --register   device buffers from hiar_mem_alloc (registered with hiar, and\n"
             "               with ncclCommRegister for NCCL): hiar's zero-copy two-shot\n"
             "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
@@ -92,7 +105,8 @@ void bench_usage(FILE *out)
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
             default_of('b'), default_of('e'), default_of('f'), default_of('d'), default_of('o'),
             default_of('n'), default_of('w'), default_of(OPT_TOKENS), default_of(OPT_HIDDEN),
-            default_of(OPT_LAYERS));
+            default_of(OPT_LAYERS), default_of(OPT_BUCKETS), default_of(OPT_BUCKET_BYTES),
+            default_of(OPT_COMPUTE_SMS));
 }
 
 /* "1,4,16" -> {1, 4, 16}: at most BENCH_LIST_MAX positive integers. */
@@ -201,6 +215,17 @@ static int parse_impls(const char *list, unsigned *out)
     return 0;
 }
 
+/* --buckets, --compute-us, --compute-sms: integers of at least 1. */
+static int train_int(options_t *o, int opt, const char *arg, char *err)
+{
+    int *out = opt == OPT_BUCKETS ? &o->buckets : opt == OPT_COMPUTE_US ? &o->compute_us : &o->compute_sms;
+    const char *name = opt == OPT_BUCKETS ? "buckets" : opt == OPT_COMPUTE_US ? "compute-us" : "compute-sms";
+
+    if (parse_int(arg, 1, out))
+        return bad(err, "--%s '%s': expected an integer of at least 1", name, arg);
+    return 0;
+}
+
 static int set_option(options_t *o, int opt, const char *arg, char *err)
 {
     switch (opt) {
@@ -257,8 +282,32 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
             return bad(err, "--layers '%s': expected an integer of at least 1", arg);
         return 0;
     case OPT_SYNC: o->sync = 1; return 0;
+    case OPT_TRAIN: o->train = 1; return 0;
+    case OPT_BUCKET_BYTES:
+        if (parse_size(arg, &o->bucket_bytes))
+            return bad(err, "--bucket-bytes '%s': expected a size in bytes such as 25M", arg);
+        return 0;
+    case OPT_BUCKETS:
+    case OPT_COMPUTE_US:
+    case OPT_COMPUTE_SMS:
+        return train_int(o, opt, arg, err);
     default: o->inplace = 1; return 0; /* OPT_INPLACE */
     }
+}
+
+/*
+ * --train's buckets are the messages: -b and -e become the bucket size (the
+ * buffers setup() makes, the element limit below), reduced in place as DDP's
+ * are, of bfloat16 unless -d says otherwise.
+ */
+static void train_defaults(options_t *o, int dtype_given)
+{
+    if (!o->train)
+        return;
+    o->min_bytes = o->max_bytes = o->bucket_bytes;
+    o->inplace = 1;
+    if (!dtype_given)
+        o->dtype = HIAR_BFLOAT16;
 }
 
 /* What the build cannot do, and limits between options. */
@@ -267,6 +316,8 @@ static int check_options(const options_t *o, char *err)
 #ifndef HIAR_HAVE_CUDA
     if (o->mode == MODE_DEVICE || o->graph)
         return bad(err, "%s: this hiar-bench was built without CUDA", o->graph ? "--graph" : "-m device");
+    if (o->train)
+        return bad(err, "--train: this hiar-bench was built without CUDA (its backward kernels run on the GPU)");
 #endif
 #ifndef HIAR_HAVE_NCCL
     if (o->impls & IMPL_BIT(IMPL_NCCL))
@@ -275,8 +326,11 @@ static int check_options(const options_t *o, char *err)
     if (o->min_bytes > o->max_bytes)
         return bad(err, "-b %zu is larger than -e %zu", o->min_bytes, o->max_bytes);
     if (o->max_bytes / hiar_dtype_size(o->dtype) > INT_MAX)
-        return bad(err, "-e %zu: more than INT_MAX elements of %s, the most one MPI call takes",
-                   o->max_bytes, hiar_dtype_name(o->dtype));
+        return bad(err, "%s %zu: more than INT_MAX elements of %s, the most one MPI call takes",
+                   o->train ? "--bucket-bytes" : "-e", o->max_bytes, hiar_dtype_name(o->dtype));
+    if (o->train && o->bucket_bytes < hiar_dtype_size(o->dtype))
+        return bad(err, "--bucket-bytes %zu: less than one element of %s", o->bucket_bytes,
+                   hiar_dtype_name(o->dtype));
     return 0;
 }
 
@@ -292,9 +346,13 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"overlap", no_argument, NULL, OPT_OVERLAP}, {"json", no_argument, NULL, OPT_JSON},
         {"decode", no_argument, NULL, OPT_DECODE}, {"tokens", required_argument, NULL, OPT_TOKENS},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"layers", required_argument, NULL, OPT_LAYERS},
-        {"sync", no_argument, NULL, OPT_SYNC},
+        {"sync", no_argument, NULL, OPT_SYNC}, {"train", no_argument, NULL, OPT_TRAIN},
+        {"buckets", required_argument, NULL, OPT_BUCKETS},
+        {"bucket-bytes", required_argument, NULL, OPT_BUCKET_BYTES},
+        {"compute-us", required_argument, NULL, OPT_COMPUTE_US},
+        {"compute-sms", required_argument, NULL, OPT_COMPUTE_SMS},
         {NULL, 0, NULL, 0}};
-    int opt;
+    int opt, dtype_given = 0;
 
     *o = (options_t){.check = 1};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
@@ -312,9 +370,11 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
             return bad(err, "option '%s' needs a value", argv[optind - 1]);
         if (set_option(o, opt, optarg, err))
             return 2;
+        dtype_given |= opt == 'd';
     }
     if (optind < argc)
         return bad(err, "unexpected argument '%s'", argv[optind]);
+    train_defaults(o, dtype_given);
     return check_options(o, err);
 }
 
@@ -360,6 +420,10 @@ int bench_resolve_mode(bench_t *b, char *err)
                    o->mode == MODE_AUTO ? "; no GPU found" : "");
     if (o->csv && o->json)
         return bad(err, "--csv and --json: choose one");
+    if (o->train && !b->device)
+        return bad(err, "--train needs device buffers (-m device)%s", o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (o->train && (o->decode || o->split || o->overlap || o->graph || o->sync || o->reg || o->csv))
+        return bad(err, "--train takes none of --decode, --split, --overlap, --graph, --sync, --register, --csv");
     if (o->decode && (!b->device || o->split || o->overlap || o->csv || o->json))
         return bad(err, "--decode needs device buffers (-m device)%s and takes none of --split, --overlap, "
                    "--csv, --json", o->mode == MODE_AUTO && !b->device ? "; no GPU found" : "");

@@ -352,7 +352,7 @@ void bench_print_header(const bench_t *b)
         print_describe(b);
     if (b->rank == 0 && b->opt.csv)
         printf("size_bytes,count,dtype,op,impl,time_us,algbw_GBps,busbw_GBps,wrong\n");
-    else if (b->rank == 0 && !b->opt.json)
+    else if (b->rank == 0 && !b->opt.json && !b->opt.train) /* --train prints its own table */
         print_table_header(b);
     if (b->rank == 0)
         fflush(NULL);

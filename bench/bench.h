@@ -13,6 +13,8 @@
  *   bench-split.c   --split's communicators and columns (bench-split.h)
  *   bench-decode.c  --decode: allreduce + RMSNorm in CUDA graphs (bench-decode.h)
  *   bench-norm.cu   the norm kernel that follows a plain allreduce there
+ *   bench-train.c   --train: DDP's bucket allreduces beside backward kernels (bench-train.h)
+ *   bench-backward.cu  the backward kernel there: a set time on a few SMs
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -61,6 +63,11 @@ typedef struct {
     int decode;     /* --decode: allreduce + RMSNorm steps of tensor-parallel decode (bench-decode.c) */
     size_t tokens[BENCH_LIST_MAX], hidden[BENCH_LIST_MAX];
     int ntokens, nhidden, layers;
+    int train;           /* --train: data-parallel training steps (bench-train.c) */
+    int buckets;         /* gradient buckets per step */
+    size_t bucket_bytes; /* bytes per bucket; -b and -e are set to it */
+    int compute_us;      /* per backward kernel; 0: as long as hiar's comm-only time over buckets */
+    int compute_sms;     /* blocks per backward kernel */
 } options_t;
 
 /* Ordered: ranks agree on the worst status so that they all take one branch. */
@@ -137,6 +144,15 @@ __attribute__((format(printf, 1, 2), noreturn)) void bench_die(const char *fmt, 
             bench_die("%s: %s", #_call, cudaGetErrorString(cuda_err_));                    \
     } while (0)
 #endif
+
+/* ---- shared by the modes (hiar-bench.c) */
+
+/* The worst status over the ranks (a collective), so that they all take one branch. */
+run_t bench_agree(run_t status);
+/* hiar device calls: their asynchronous failure, once the stream is idle; status where not hiar or not OK. */
+run_t bench_async_status(bench_t *b, int impl, run_t status);
+/* The check's tolerance for AVG, in ulps of the inputs: 0 for other ops. */
+int bench_avg_ulps(const bench_t *b, int impl);
 
 static inline int has(const bench_t *b, int impl)
 {

@@ -25,6 +25,7 @@
 #include "bench-check.h"
 #ifdef HIAR_HAVE_CUDA
 #include "bench-decode.h"
+#include "bench-train.h"
 #endif
 #include "bench-mem.h"
 #include "bench-mpi.h"
@@ -111,7 +112,7 @@ static run_t run_once(bench_t *b, int impl, size_t count)
 
 /* ---- measuring */
 
-static run_t agree(run_t status)
+run_t bench_agree(run_t status)
 {
     int v = (int)status;
 
@@ -136,7 +137,7 @@ static run_t run_many(bench_t *b, int impl, size_t count, int n)
  * Float AVG: hiar and MPI divide the exact sum once (1 ulp); NCCL sums
  * inputs pre-multiplied by 1/n, rounding every term and partial sum.
  */
-static int avg_ulps(const bench_t *b, int impl)
+int bench_avg_ulps(const bench_t *b, int impl)
 {
     if (b->opt.op != HIAR_AVG)
         return 0;
@@ -147,7 +148,7 @@ static int avg_ulps(const bench_t *b, int impl)
  * hiar reports a failure of an asynchronous call (device buffers: a kernel
  * that gave up on a peer) only afterwards; ask once the stream is idle.
  */
-static run_t async_status(bench_t *b, int impl, run_t status)
+run_t bench_async_status(bench_t *b, int impl, run_t status)
 {
     hiar_result_t error = HIAR_SUCCESS, rc;
 
@@ -186,12 +187,12 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
         bench_poison(b, b->recv, bytes);
     status = run_once(b, impl, count);
     bench_stream_sync(b);
-    status = agree(async_status(b, impl, status));
+    status = bench_agree(bench_async_status(b, impl, status));
     if (status != RUN_OK)
         return status;
     bench_copy(b, b->host, b->recv, bytes);
     mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, nranks,
-                                        avg_ulps(b, impl));
+                                        bench_avg_ulps(b, impl));
     MPI_Allreduce(&mine, wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     return RUN_OK;
 }
@@ -201,7 +202,7 @@ static run_t warm_up(bench_t *b, int impl, size_t count)
     run_t status = run_many(b, impl, count, b->opt.warmup);
 
     bench_stream_sync(b);
-    return agree(async_status(b, impl, status));
+    return bench_agree(bench_async_status(b, impl, status));
 }
 
 static run_t time_eager(bench_t *b, int impl, size_t count, double *seconds)
@@ -216,7 +217,7 @@ static run_t time_eager(bench_t *b, int impl, size_t count, double *seconds)
     status = run_many(b, impl, count, b->opt.iters);
     bench_stream_sync(b);
     *seconds = (MPI_Wtime() - t0) / b->opt.iters;
-    return agree(async_status(b, impl, status));
+    return bench_agree(bench_async_status(b, impl, status));
 }
 
 #ifdef HIAR_HAVE_CUDA
@@ -238,7 +239,7 @@ static run_t capture(bench_t *b, int impl, size_t count, cudaGraphExec_t *exec)
         status = RUN_FAILED;
     }
     (void)cudaGetLastError(); /* a broken capture's error is not sticky: forget it */
-    status = agree(status);
+    status = bench_agree(status);
     if (status == RUN_OK)
         CUDA_DIE(cudaGraphInstantiateWithFlags(exec, graph, 0));
     if (graph)
@@ -262,7 +263,7 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
     bench_stream_sync(b);
     *seconds = (MPI_Wtime() - t0) / b->opt.iters;
     cudaGraphExecDestroy(exec);
-    return agree(async_status(b, impl, RUN_OK));
+    return bench_agree(bench_async_status(b, impl, RUN_OK));
 }
 #endif
 
@@ -296,7 +297,7 @@ static run_t time_overlap(bench_t *b, int impl, size_t count, double *seconds)
     }
     bench_stream_sync(b);
     *seconds = total / b->opt.iters;
-    return agree(async_status(b, impl, status));
+    return bench_agree(bench_async_status(b, impl, status));
 }
 
 static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
@@ -482,6 +483,8 @@ int main(int argc, char **argv)
 #ifdef HIAR_HAVE_CUDA
     if (rc == 0 && b.opt.decode)
         rc = bench_decode(&b);
+    else if (rc == 0 && b.opt.train)
+        rc = bench_train(&b);
     else
 #endif
     if (rc == 0)
