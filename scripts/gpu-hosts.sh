@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   bash scripts/gpu-hosts.sh OUT [tests|bench|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [tests|bench|ucx|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
@@ -28,7 +28,7 @@ as=scripts/as-hosts
 bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 tests_part() {
     run tests $m4 $as ./tests/gpu/test_gpu --quick
-    run tests $m4 -x HIAR_GROUPS="0,1|2,3" $as ./tests/gpu/test_gpu --quick --replays 1000
+    run tests $m4 $as ./tests/gpu/test_gpu --replays 1000
     run tests $m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=MPI $as ./tests/mpi/test_rmsnorm --device
     run tests $m4 -x HIAR_GROUPS="0|1,2,3" -x HIAR_BETWEEN=mpi ./tests/gpu/test_gpu --quick
     run tests bash tests/gpu/kill.sh $m4 $as
@@ -36,13 +36,25 @@ tests_part() {
 }
 bench_part() {
     run bench $m4 $as $bench --impl hiar,mpi -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
-    run bench $m4 $as $bench --impl hiar,mpi --split -b 1K -e 256M -f 4 -n 20 -w 5
-    run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 1K -e 256M -f 4 -n 20 -w 5
+    run bench $m4 $as $bench --impl hiar,mpi --split -b 1K -e 4M -f 4 -n 20 -w 5
+    run bench $m4 $as $bench --impl hiar,mpi --split -b 16M -e 256M -f 4 -n 5 -w 1
+    run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 16M -e 256M -f 4 -n 5 -w 1
     run bench $m4 $as $bench --impl hiar -b 1K -e 64M -f 4 -n 50 -w 5 --graph
+}
+# The MPI on device memory: Open MPI with --mca pml ucx over the CUDA UCX unpacked from $UCX_TAR.
+ucx_part() {
+    [ -n "${UCX_TAR:-}" ] || return 0
+    mkdir -p /tmp/hiar-ucx && tar xJf "$UCX_TAR" -C /tmp/hiar-ucx
+    local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
+    local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
+    run ucx $u $as ./bench/hiar-info --build
+    run ucx $u $as ./tests/gpu/test_gpu --quick
+    run ucx $u $as $bench --impl hiar --mpi-device --split -b 16M -e 256M -f 4 -n 5 -w 1
 }
 case $part in
 tests) tests_part ;;
 bench) bench_part ;;
-*) tests_part; bench_part ;;
+ucx) ucx_part ;;
+*) tests_part; bench_part; ucx_part ;;
 esac
 echo quit | nvidia-cuda-mps-control
