@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <mpi.h>
 #ifdef HAVE_MPI_EXT_H
@@ -11,6 +12,9 @@
 #include "bench-check.h"
 #include "bench-mem.h"
 #include "bench-mpi.h"
+
+/* --split's link messages: any tag apart from hiar's (its shard communicators are its own). */
+#define LINK_TAG 0x4c4b
 
 /* MPI has no half types: reduce their bits in float, round back to nearest even. */
 #define HALF_OP(_name, _load, _store, _expr)                                               \
@@ -68,6 +72,12 @@ static int mpi_cuda_aware(void)
 #endif
 }
 
+/* MPI takes device pointers: it says so, or the run does (--mpi-device). */
+static int mpi_takes_device(const bench_t *b)
+{
+    return mpi_cuda_aware() || b->opt.mpi_device;
+}
+
 void bench_mpi_setup(bench_t *b)
 {
     hiar_dtype_t dtype = b->opt.dtype;
@@ -80,7 +90,7 @@ void bench_mpi_setup(bench_t *b)
     if (b->mpi_user_op)
         MPI_Op_create(half_ops[dtype == HIAR_BFLOAT16][op], 1, &b->mpi_op);
     /* AVG's division runs on the host, so it is staged even with CUDA-aware MPI. */
-    b->mpi_staged = b->device && !((mpi_cuda_aware() || b->opt.mpi_device) && b->opt.op != HIAR_AVG);
+    b->mpi_staged = b->device && !(mpi_takes_device(b) && b->opt.op != HIAR_AVG);
 }
 
 /* AVG on top of MPI_SUM, as an MPI user writes it; integers truncate toward zero. */
@@ -139,19 +149,67 @@ run_t bench_mpi_run(bench_t *b, int impl, size_t count)
     return RUN_OK;
 }
 
+void bench_mpi_link_setup(bench_t *b)
+{
+    size_t first, n, peers = (size_t)(b->split.ngroups - 1), bytes;
+
+    b->link_device = b->device && mpi_takes_device(b);
+    bench_split_shard(&b->split, b->opt.max_bytes / b->esize, b->esize, 0, &first, &n);
+    bytes = peers * n * b->esize;
+    /* -e below one element: no row is timed, but bench_alloc wants a size. */
+    b->link_recv = bench_alloc(b, bytes ? bytes : 1, !b->link_device);
+    if (!(b->link_req = malloc(2 * peers * sizeof(MPI_Request))))
+        bench_die("--split: cannot allocate %zu MPI requests for the link column", 2 * peers);
+}
+
+void bench_mpi_link_teardown(bench_t *b)
+{
+    if (b->link_recv)
+        bench_release(b, b->link_recv, !b->link_device);
+    free(b->link_req);
+    b->link_recv = NULL;
+    b->link_req = NULL;
+}
+
 /*
- * --split's inter: this rank's shards of the message, one after the other,
- * as hiar's MPI step (src/core/allreduce.c inter_step), which skips empty ones.
+ * --split's link: elements [first, first + count) of the memory hiar sends
+ * from to every other rank of `comm` while the same number arrive from each,
+ * all posted at once: the transfers of hiar's step between groups without
+ * its reductions.
+ */
+static void link_range(bench_t *b, MPI_Comm comm, size_t first, size_t count)
+{
+    const char *send = (const char *)(b->link_device ? b->send : b->host) + first * b->esize;
+    int me, size, k = 0;
+
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    for (int peer = 0; peer < size; peer++) {
+        if (peer == me)
+            continue;
+        MPI_Irecv((char *)b->link_recv + (size_t)k * count * b->esize, (int)count, b->mpi_type, peer, LINK_TAG, comm,
+                  &b->link_req[2 * k]);
+        MPI_Isend(send, (int)count, b->mpi_type, peer, LINK_TAG, comm, &b->link_req[2 * k + 1]);
+        k++;
+    }
+    MPI_Waitall(2 * k, b->link_req, MPI_STATUSES_IGNORE);
+}
+
+/*
+ * --split's inter (MPI_Allreduce) and link (point-to-point): this rank's
+ * shards of the message, one after the other, as hiar's MPI step
+ * (src/core/hier.c), which skips empty ones.
  */
 run_t bench_mpi_run_shards(bench_t *b, int impl, size_t count)
 {
-    (void)impl;
     for (int sh = 0; sh < b->split.nshards; sh++) {
         size_t first, n;
         if (b->split.shard_comm[sh] == MPI_COMM_NULL)
             continue;
         bench_split_shard(&b->split, count, b->esize, sh, &first, &n);
-        if (n > 0)
+        if (n > 0 && impl == IMPL_MPI_LINK)
+            link_range(b, b->split.shard_comm[sh], first, n);
+        else if (n > 0)
             mpi_range(b, b->split.shard_comm[sh], first, n);
     }
     return RUN_OK;

@@ -12,8 +12,11 @@
 
 /* b->mpi_comm, type, op and staging; after the GPU and the buffers are set up. */
 void bench_mpi_setup(bench_t *b);
-/* bench_impls' run of mpi, and of --split's mpi-shard (bench-split.h). */
+/* bench_impls' run of mpi, and of --split's mpi-shard and mpi-link (bench-split.h). */
 run_t bench_mpi_run(bench_t *b, int impl, size_t count);
 run_t bench_mpi_run_shards(bench_t *b, int impl, size_t count);
+/* --split's link: where it sends from and receives into; after bench_split_setup. */
+void bench_mpi_link_setup(bench_t *b);
+void bench_mpi_link_teardown(bench_t *b);
 
 #endif

@@ -16,7 +16,7 @@
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
        OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC,
-       OPT_TRAIN, OPT_BUCKETS, OPT_BUCKET_BYTES, OPT_COMPUTE_US, OPT_COMPUTE_SMS };
+       OPT_TRAIN, OPT_BUCKETS, OPT_BUCKET_BYTES, OPT_COMPUTE_US, OPT_COMPUTE_SMS, OPT_JSON_FILE };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -68,6 +68,9 @@ void bench_usage(FILE *out)
             "  --csv        CSV rows on stdout, '#' lines on stderr\n"
             "  --json       one JSON object per row and implementation on stdout, '#' lines\n"
             "               on stderr (scripts/hiar-plot draws them)\n"
+            "  --json-file PATH\n"
+            "               the same JSON rows into PATH too; stdout shows what it would\n"
+            "               anyway (the table and its '#' lines by default)\n"
             "  --no-check   skip the result check\n"
             "  --graph      device buffers: time a CUDA graph of ITERS calls (mpi stays eager)\n"
             "  --inplace    sendbuf == recvbuf\n"
@@ -90,10 +93,12 @@ void bench_usage(FILE *out)
             "               (default %s)\n"
             "  --register   device buffers from hiar_mem_alloc (registered with hiar, and\n"
             "               with ncclCommRegister for NCCL): hiar's zero-copy two-shot\n"
-            "  --mpi-device device buffers go to MPI_Allreduce as they are (CUDA-aware MPI,\n"
-            "               or MPI_Allreduce interposed by libhiar_mpi.so)\n"
+            "  --mpi-device device buffers go to MPI_Allreduce (and --split's link) as they\n"
+            "               are (CUDA-aware MPI, or MPI_Allreduce interposed by libhiar_mpi.so)\n"
             "  --split      several groups: also time hiar's parts, intra (hiar over one\n"
-            "               group), inter (MPI_Allreduce of its shards), flat (hiar, one group)\n"
+            "               group), inter (MPI_Allreduce of its shards), link (MPI point-to-\n"
+            "               point of the same shards, from the memory hiar sends from), flat\n"
+            "               (hiar, one group), and hiar/(intra+inter), hiar/max(intra,link)\n"
             "  --flat       several groups: of --split's parts, flat only (intra comms of\n"
             "               several groups that share a GPU can starve each other)\n"
             "  --overlap    device buffers: time how soon each call returns to the caller\n"
@@ -263,6 +268,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
         return 0;
     case OPT_CSV: o->csv = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
+    case OPT_JSON_FILE: o->json_file = arg; return 0;
     case OPT_NO_CHECK: o->check = 0; return 0;
     case OPT_GRAPH: o->graph = 1; return 0;
     case OPT_MPI_DEVICE: o->mpi_device = 1; return 0;
@@ -347,6 +353,7 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"decode", no_argument, NULL, OPT_DECODE}, {"tokens", required_argument, NULL, OPT_TOKENS},
         {"hidden", required_argument, NULL, OPT_HIDDEN}, {"layers", required_argument, NULL, OPT_LAYERS},
         {"sync", no_argument, NULL, OPT_SYNC}, {"train", no_argument, NULL, OPT_TRAIN},
+        {"json-file", required_argument, NULL, OPT_JSON_FILE},
         {"buckets", required_argument, NULL, OPT_BUCKETS},
         {"bucket-bytes", required_argument, NULL, OPT_BUCKET_BYTES},
         {"compute-us", required_argument, NULL, OPT_COMPUTE_US},
@@ -422,11 +429,11 @@ int bench_resolve_mode(bench_t *b, char *err)
         return bad(err, "--csv and --json: choose one");
     if (o->train && !b->device)
         return bad(err, "--train needs device buffers (-m device)%s", o->mode == MODE_AUTO ? "; no GPU found" : "");
-    if (o->train && (o->decode || o->split || o->overlap || o->graph || o->sync || o->reg || o->csv))
-        return bad(err, "--train takes none of --decode, --split, --overlap, --graph, --sync, --register, --csv");
-    if (o->decode && (!b->device || o->split || o->overlap || o->csv || o->json))
+    if (o->train && (o->decode || o->split || o->overlap || o->graph || o->sync || o->reg || o->csv || o->json_file))
+        return bad(err, "--train takes none of --decode, --split, --overlap, --graph, --sync, --register, --csv, --json-file");
+    if (o->decode && (!b->device || o->split || o->overlap || o->csv || o->json || o->json_file))
         return bad(err, "--decode needs device buffers (-m device)%s and takes none of --split, --overlap, "
-                   "--csv, --json", o->mode == MODE_AUTO && !b->device ? "; no GPU found" : "");
+                   "--csv, --json, --json-file", o->mode == MODE_AUTO && !b->device ? "; no GPU found" : "");
     if (o->overlap && (!b->device || o->graph))
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->sync && (!b->device || o->graph))
@@ -438,6 +445,6 @@ int bench_resolve_mode(bench_t *b, char *err)
     if (o->split)
         o->impls |= IMPL_BIT(IMPL_HIAR_FLAT);
     if (o->split && !o->flat_only)
-        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD);
+        o->impls |= IMPL_BIT(IMPL_HIAR_INTRA) | IMPL_BIT(IMPL_MPI_SHARD) | IMPL_BIT(IMPL_MPI_LINK);
     return 0;
 }

@@ -18,27 +18,23 @@ static double algbw(size_t bytes, double time_us)
     return (double)bytes / time_us / 1e3; /* GB/s */
 }
 
-static double busbw(int nranks, size_t bytes, double time_us)
-{
-    return algbw(bytes, time_us) * 2.0 * (nranks - 1) / nranks;
-}
-
 /*
- * What one call reduces, for its bandwidth: the message over all ranks;
- * --split's intra over the largest group, its inter one shard over the groups:
- * shard 0, the largest (hiar_shard_range gives the first shards the extra unit).
+ * What one call moves, for its bandwidth: `bytes`, and `bus`, the factor from
+ * algbw to busbw.  An allreduce over n ranks reduces the message with bus
+ * 2(n-1)/n (nccl-tests); --split's intra reduces it over the largest group,
+ * its inter one shard over the groups: shard 0, the largest
+ * (hiar_shard_range gives the first shards the extra unit); its link sends
+ * shard 0 to each other group, so bus is groups - 1.
  */
-static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes, int *nranks)
+static void reduced_size(const bench_t *b, int impl, size_t count, size_t *bytes, double *bus)
 {
+    int n = impl == IMPL_HIAR_INTRA ? b->split.nshards : impl == IMPL_MPI_SHARD ? b->split.ngroups : b->nranks;
     size_t first;
 
-    *bytes = count * b->esize;
-    *nranks = impl == IMPL_HIAR_INTRA ? b->split.nshards
-              : impl == IMPL_MPI_SHARD ? b->split.ngroups : b->nranks;
-    if (impl == IMPL_MPI_SHARD) {
+    if (impl == IMPL_MPI_SHARD || impl == IMPL_MPI_LINK)
         bench_split_shard(&b->split, count, b->esize, 0, &first, &count);
-        *bytes = count * b->esize;
-    }
+    *bytes = count * b->esize;
+    *bus = impl == IMPL_MPI_LINK ? b->split.ngroups - 1 : 2.0 * (n - 1) / n;
 }
 
 /* Implementations compared with hiar in the ratio columns. */
@@ -114,16 +110,24 @@ static bench_split_cell_t split_cell(const result_t *r)
     return (bench_split_cell_t){0.0, r->status == RUN_NA ? "n/a" : "failed"};
 }
 
-void bench_print_row(const bench_t *b, size_t count, const result_t *res)
+static bench_split_row_t split_row(const result_t *res)
 {
-    size_t bytes = count * b->esize;
+    return (bench_split_row_t){split_cell(&res[IMPL_HIAR_INTRA]), split_cell(&res[IMPL_MPI_SHARD]),
+                               split_cell(&res[IMPL_MPI_LINK]), split_cell(&res[IMPL_HIAR_FLAT]),
+                               split_cell(&res[IMPL_HIAR])};
+}
 
-    printf("%12zu %12zu %9s %6s", bytes, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op));
+static void print_row(const bench_t *b, size_t count, const result_t *res)
+{
+    printf("%12zu %12zu %9s %6s", count * b->esize, count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op));
     for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
         const result_t *r = &res[i];
         char wrong[24] = "n/a";
+        size_t bytes;
+        double bus;
         if (!has(b, i))
             continue;
+        reduced_size(b, i, count, &bytes, &bus);
         if (r->status != RUN_OK) {
             const char *what = r->status == RUN_NA ? "n/a" : "failed";
             printf(" %9s %7s %7s %6s", what, what, what, what);
@@ -131,8 +135,8 @@ void bench_print_row(const bench_t *b, size_t count, const result_t *res)
         }
         if (r->wrong >= 0)
             snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-        printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us),
-               busbw(b->nranks, bytes, r->time_us), wrong);
+        printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us), bus * algbw(bytes, r->time_us),
+               wrong);
     }
     for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
         if (!has_ratio(b, i))
@@ -142,17 +146,18 @@ void bench_print_row(const bench_t *b, size_t count, const result_t *res)
         else
             printf(" %10s", "n/a");
     }
-    if (b->opt.split)
-        bench_split_print_row(split_cell(&res[IMPL_HIAR_INTRA]), split_cell(&res[IMPL_MPI_SHARD]),
-                              split_cell(&res[IMPL_HIAR_FLAT]), split_cell(&res[IMPL_HIAR]));
+    if (b->opt.split) {
+        bench_split_row_t split = split_row(res);
+        bench_split_print_row(&split);
+    }
     printf("\n");
-    fflush(stdout);
 }
 
 /*
  * One implementation's result in a machine-readable row.  size_bytes and
- * count: the message; algbw and busbw: what the implementation reduced;
- * time 0 where n/a, wrong -1 where not known.
+ * count: the message; algbw and busbw: what the implementation moved;
+ * time 0 where n/a, wrong -1 where not known; ratios: --split's, on hiar's
+ * row (NULL elsewhere; 0 where n/a), in JSON only: CSV keeps its columns.
  */
 typedef struct {
     size_t bytes, count;
@@ -160,66 +165,111 @@ typedef struct {
     int ok;
     double time_us, algbw, busbw;
     long long wrong;
+    const double *ratios;
 } row_t;
 
-static void csv_row(const bench_t *b, const row_t *r)
+static void csv_row(const bench_t *b, FILE *out, const row_t *r)
 {
-    printf("%zu,%zu,%s,%s,%s,", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), r->impl);
+    fprintf(out, "%zu,%zu,%s,%s,%s,", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
+            r->impl);
     if (r->ok)
-        printf("%.3f,%.4f,%.4f,", r->time_us, r->algbw, r->busbw);
+        fprintf(out, "%.3f,%.4f,%.4f,", r->time_us, r->algbw, r->busbw);
     else
-        printf("n/a,n/a,n/a,");
+        fprintf(out, "n/a,n/a,n/a,");
     if (r->wrong >= 0)
-        printf("%lld\n", r->wrong);
+        fprintf(out, "%lld\n", r->wrong);
     else
-        printf("n/a\n");
+        fprintf(out, "n/a\n");
 }
 
-static void json_row(const bench_t *b, const row_t *r)
+static void json_row(const bench_t *b, FILE *out, const row_t *r)
 {
-    printf("{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
-           "\"mode\":\"%s\",", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), r->impl,
-           b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
+    fprintf(out, "{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
+                 "\"mode\":\"%s\",", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
+            r->impl, b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
     if (r->ok)
-        printf("\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
+        fprintf(out, "\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
     else
-        printf("\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
+        fprintf(out, "\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
     if (r->wrong >= 0)
-        printf("\"wrong\":%lld}\n", r->wrong);
+        fprintf(out, "\"wrong\":%lld", r->wrong);
     else
-        printf("\"wrong\":null}\n");
+        fprintf(out, "\"wrong\":null");
+    for (int k = 0; r->ratios && k < SPLIT_RATIOS; k++)
+        if (r->ratios[k] > 0.0)
+            fprintf(out, ",\"%s\":%.4f", bench_split_ratio_names[k].key, r->ratios[k]);
+        else
+            fprintf(out, ",\"%s\":null", bench_split_ratio_names[k].key);
+    fprintf(out, "}\n");
 }
 
-static void print_rows(const bench_t *b, size_t count, const result_t *res,
-                       void (*print)(const bench_t *b, const row_t *r))
+static void print_rows(const bench_t *b, FILE *out, size_t count, const result_t *res,
+                       void (*print)(const bench_t *b, FILE *out, const row_t *r))
 {
+    double ratios[SPLIT_RATIOS] = {0};
+
+    if (b->opt.split) {
+        bench_split_row_t split = split_row(res);
+        bench_split_ratios(&split, ratios);
+    }
     for (int i = 0; i < IMPL_COUNT; i++) {
         const result_t *r = &res[i];
-        row_t row = {count * b->esize, count, bench_impls[i].name, r->status == RUN_OK, 0.0, 0.0, 0.0, -1};
+        row_t row = {count * b->esize, count, bench_impls[i].name, r->status == RUN_OK, 0.0, 0.0, 0.0, -1,
+                     b->opt.split && i == IMPL_HIAR ? ratios : NULL};
         size_t bytes;
-        int nranks;
+        double bus;
         if (!has(b, i))
             continue;
-        reduced_size(b, i, count, &bytes, &nranks);
+        reduced_size(b, i, count, &bytes, &bus);
         if (row.ok) {
             row.time_us = r->time_us;
             row.algbw = algbw(bytes, r->time_us);
-            row.busbw = busbw(nranks, bytes, r->time_us);
+            row.busbw = bus * row.algbw;
             row.wrong = r->wrong;
         }
-        print(b, &row);
+        print(b, out, &row);
     }
+}
+
+void bench_print_rows(const bench_t *b, size_t count, const result_t *res)
+{
+    if (b->opt.csv)
+        print_rows(b, stdout, count, res, csv_row);
+    else if (b->opt.json)
+        print_rows(b, stdout, count, res, json_row);
+    else
+        print_row(b, count, res);
     fflush(stdout);
+    if (b->json_out) {
+        print_rows(b, b->json_out, count, res, json_row);
+        fflush(b->json_out);
+    }
 }
 
-void bench_print_csv_rows(const bench_t *b, size_t count, const result_t *res)
+int bench_print_open(bench_t *b, char *err)
 {
-    print_rows(b, count, res, csv_row);
+    int failed = 0;
+
+    if (!b->opt.json_file)
+        return 0;
+    if (b->rank == 0 && !(b->json_out = fopen(b->opt.json_file, "w"))) {
+        snprintf(err, ERR_LEN, "--json-file '%s': cannot open it for writing: %s", b->opt.json_file, strerror(errno));
+        failed = 1;
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return failed ? 2 : 0;
 }
 
-void bench_print_json_rows(const bench_t *b, size_t count, const result_t *res)
+int bench_print_close(bench_t *b)
 {
-    print_rows(b, count, res, json_row);
+    int failed = 0;
+
+    if (b->json_out && (ferror(b->json_out) | fclose(b->json_out))) {
+        fprintf(stderr, "hiar-bench: --json-file '%s': writing failed: %s\n", b->opt.json_file, strerror(errno));
+        failed = 1;
+    }
+    b->json_out = NULL;
+    return failed;
 }
 
 void bench_print_footer(const bench_t *b, const totals_t *totals)
@@ -340,7 +390,11 @@ static void print_info(const bench_t *b)
         bench_split_describe(&b->split, b->info, b->nranks,
                              !b->device       ? "host buffers"
                              : b->mpi_staged ? "device buffers staged as the mpi column's"
-                                             : "device buffers passed as they are");
+                                             : "device buffers passed as they are",
+                             !b->device        ? "host memory, as hiar's host shards"
+                             : b->link_device ? "device memory (MPI takes device pointers)"
+                                              : "pinned host memory, where hiar stages device buffers "
+                                                "(--mpi-device: device memory)");
 }
 
 void bench_print_header(const bench_t *b)
@@ -362,14 +416,14 @@ void bench_print_header(const bench_t *b)
 void bench_account(totals_t *t, const bench_t *b, int impl, size_t count, const result_t *r)
 {
     size_t bytes;
-    int nranks;
+    double bus;
 
-    reduced_size(b, impl, count, &bytes, &nranks);
+    reduced_size(b, impl, count, &bytes, &bus);
     t->failed |= r->status == RUN_FAILED;
     if (r->wrong > 0)
         t->wrong += r->wrong;
     if (r->status == RUN_OK) {
-        t->busbw_sum += busbw(nranks, bytes, r->time_us);
+        t->busbw_sum += bus * algbw(bytes, r->time_us);
         t->rows++;
     }
 }

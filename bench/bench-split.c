@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/range.h"
 #include "bench-split.h"
@@ -126,39 +127,63 @@ void bench_split_shard(const bench_split_t *s, size_t count, size_t esize, int s
     hiar_shard_range(count, esize, s->nshards, shard, first, n);
 }
 
-void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how)
+void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how,
+                          const char *link_how)
 {
     fprintf(out, "# split: %d groups, the largest of %d ranks; each column timed like the others "
                  "(same buffers, warm-up, barrier, ITERS calls, max over ranks of the per-rank mean)\n",
             s->ngroups, s->nshards);
-    if (s->flat_only)
-        fprintf(out, "# split: intra and inter not timed (--flat)\n");
-    else
+    if (s->flat_only) {
+        fprintf(out, "# split: intra, inter and link not timed (--flat)\n");
+    } else {
         fprintf(out, "# split: intra = hiar_allreduce of the full message on a hiar comm over this "
-                 "rank's group only; checked against the reduction over the group (hiar-intra)\n");
-    if (!s->flat_only)
+                     "rank's group only; checked against the reduction over the group (hiar-intra)\n");
         fprintf(out, "# split: inter = MPI_Allreduce of this rank's shards: %d shards cut as hiar's host "
-                 "shards (%d-byte units, the first shards one unit more; empty ones skipped), shard s "
-                 "over the ranks with local rank s %% (group size) in every group (as hiar: a smaller "
-                 "group's ranks reduce several, one after the other); %s; not checked (mpi-shard)\n",
-            s->nshards, HIAR_SHARD_ALIGN, inter_how);
+                     "shards (%d-byte units, the first shards one unit more; empty ones skipped), shard s "
+                     "over the ranks with local rank s %% (group size) in every group (as hiar: a smaller "
+                     "group's ranks reduce several, one after the other); %s; not checked (mpi-shard)\n",
+                s->nshards, HIAR_SHARD_ALIGN, inter_how);
+        fprintf(out, "# split: link = MPI point-to-point of the same shards between the same ranks: per "
+                     "shard, MPI_Isend and MPI_Irecv with each rank that owns it in another group, all at "
+                     "once, then MPI_Waitall; nothing reduced; %s; busbw = the bytes a rank sends per "
+                     "shard, (%d groups - 1) x algbw; not checked (mpi-link)\n",
+                link_how, s->ngroups);
+    }
     if (s->flat)
         fprintf(out, "# split: flat = hiar_allreduce on a hiar comm with HIAR_GROUPS=0-%d (one group "
                      "over all ranks); checked (hiar-flat)\n", nranks - 1);
     else
         fprintf(out, "# split: flat = n/a: %s\n", s->flat_na);
-    fprintf(out, "# split: hiar/(intra+inter) = the hiar column's time over intra + inter "
-                 "(goal: <= 1.1); hiar/flat = the hiar column's time over flat's\n");
+    fprintf(out, "# split: hiar/(intra+inter) = the hiar column's time over intra + inter: what "
+                 "composing the two steps costs beyond the steps (goal: <= 1.1)\n");
+    fprintf(out, "# split: hiar/max(intra,link) = the hiar column's time over the larger of intra and "
+                 "link: against a hiar that ran its step between groups alongside the one in the group "
+                 "at the link's speed (goal: <= 1.15 at 16 MB-256 MB)\n");
+    fprintf(out, "# split: hiar/flat = the hiar column's time over flat's\n");
+}
+
+const bench_split_ratio_name_t bench_split_ratio_names[SPLIT_RATIOS] = {
+    [SPLIT_RATIO_INTER] = {"hiar/(intra+inter)", "hiar_over_intra_plus_inter"},
+    [SPLIT_RATIO_LINK] = {"hiar/max(intra,link)", "hiar_over_max_intra_link"},
+    [SPLIT_RATIO_FLAT] = {"hiar/flat", "hiar_over_flat"},
+};
+
+/* The ratios' widths: their headings'. */
+static int ratio_width(int k)
+{
+    return (int)strlen(bench_split_ratio_names[k].heading);
 }
 
 void bench_split_print_names(void)
 {
-    printf(" %10s %10s %10s %18s %9s", "intra", "inter", "flat", "hiar/(intra+inter)", "hiar/flat");
+    printf(" %10s %10s %10s %10s", "intra", "inter", "link", "flat");
+    for (int k = 0; k < SPLIT_RATIOS; k++)
+        printf(" %s", bench_split_ratio_names[k].heading);
 }
 
 void bench_split_print_units(void)
 {
-    printf(" %10s %10s %10s", "(us)", "(us)", "(us)");
+    printf(" %10s %10s %10s %10s", "(us)", "(us)", "(us)", "(us)");
 }
 
 static void print_cell(bench_split_cell_t c)
@@ -169,18 +194,29 @@ static void print_cell(bench_split_cell_t c)
         printf(" %10.2f", c.us);
 }
 
-void bench_split_print_row(bench_split_cell_t intra, bench_split_cell_t inter,
-                           bench_split_cell_t flat, bench_split_cell_t total)
+void bench_split_ratios(const bench_split_row_t *r, double ratio[SPLIT_RATIOS])
 {
-    print_cell(intra);
-    print_cell(inter);
-    print_cell(flat);
-    if (intra.word || inter.word || total.word)
-        printf(" %18s", "n/a");
-    else
-        printf(" %18.2f", total.us / (intra.us + inter.us));
-    if (flat.word || total.word)
-        printf(" %9s", "n/a");
-    else
-        printf(" %9.2f", total.us / flat.us);
+    double slower = r->intra.us > r->link.us ? r->intra.us : r->link.us;
+    int total = !r->total.word;
+
+    ratio[SPLIT_RATIO_INTER] = total && !r->intra.word && !r->inter.word ? r->total.us / (r->intra.us + r->inter.us)
+                                                                          : 0.0;
+    ratio[SPLIT_RATIO_LINK] = total && !r->intra.word && !r->link.word ? r->total.us / slower : 0.0;
+    ratio[SPLIT_RATIO_FLAT] = total && !r->flat.word ? r->total.us / r->flat.us : 0.0;
+}
+
+void bench_split_print_row(const bench_split_row_t *r)
+{
+    double ratio[SPLIT_RATIOS];
+
+    print_cell(r->intra);
+    print_cell(r->inter);
+    print_cell(r->link);
+    print_cell(r->flat);
+    bench_split_ratios(r, ratio);
+    for (int k = 0; k < SPLIT_RATIOS; k++)
+        if (ratio[k] > 0.0)
+            printf(" %*.2f", ratio_width(k), ratio[k]);
+        else
+            printf(" %*s", ratio_width(k), "n/a");
 }

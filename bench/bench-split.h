@@ -20,8 +20,23 @@
  *          line) goes whole, not in shards; one larger than a slot is cut
  *          chunk by chunk; device buffers on the IPC path are cut per chunk
  *          in 16-byte units (cuda/api.h)
+ *   link   MPI point-to-point of the same shards between the same ranks:
+ *          per owned shard, an Isend and an Irecv with every other rank of
+ *          its shard communicator, all posted at once, then MPI_Waitall;
+ *          from the memory hiar's step sends from (host buffers: host memory;
+ *          device buffers: pinned host memory, where hiar stages them, or
+ *          device memory where MPI takes it) into a buffer of the same kind;
+ *          nothing reduced.  With two groups these are the bytes hiar's step
+ *          sends and receives (recursive doubling: one exchange of the shard;
+ *          ring: two of half of it); with G groups a rank exchanges (G-1)
+ *          shards where hiar's ring moves 2(G-1)/G of one
  *   flat   hiar_allreduce on a hiar comm with every rank in one group
  *          (HIAR_GROUPS=0-<n-1>); n/a where hiar cannot make that group
+ *
+ * Ratios: hiar/(intra+inter), what composing the two steps costs beyond
+ * the steps; hiar/max(intra,link), hiar against the larger of its step in
+ * the group and the bare transfers between groups: what a hiar that ran
+ * the two at once, at the link's speed, would take; hiar/flat.
  *
  * This file sets up the communicators, cuts the shards and prints the split
  * columns; hiar-bench times the calls with its own machinery.
@@ -45,7 +60,7 @@ typedef struct {
     hiar_comm_t *flat;    /* over all ranks in one group; NULL: n/a */
     MPI_Comm *shard_comm; /* [nshards]: shard s's ranks; MPI_COMM_NULL where not one */
     char flat_na[256];    /* why flat is NULL */
-    int flat_only;        /* --flat: no intra, no inter */
+    int flat_only;        /* --flat: no intra, no inter, no link */
 } bench_split_t;
 
 /*
@@ -62,8 +77,9 @@ void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed);
 void bench_split_shard(const bench_split_t *s, size_t count, size_t esize, int shard, size_t *first,
                        size_t *n);
 
-/* '#' lines: what each split column measures; `inter_how` says how MPI sees the buffers. */
-void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how);
+/* '#' lines: what each split column measures; `inter_how` and `link_how` say what memory MPI sees. */
+void bench_split_describe(const bench_split_t *s, FILE *out, int nranks, const char *inter_how,
+                          const char *link_how);
 
 /* The table's split columns: names, units, and one row's values. */
 void bench_split_print_names(void);
@@ -75,8 +91,23 @@ typedef struct {
     const char *word;
 } bench_split_cell_t;
 
-/* intra, inter, flat, then hiar's total (word != NULL: no ratio). */
-void bench_split_print_row(bench_split_cell_t intra, bench_split_cell_t inter,
-                           bench_split_cell_t flat, bench_split_cell_t total);
+/* One size's split cells, and hiar's total (word != NULL: no ratio). */
+typedef struct {
+    bench_split_cell_t intra, inter, link, flat, total;
+} bench_split_row_t;
+
+/* The ratio columns, in the table's order. */
+enum { SPLIT_RATIO_INTER, SPLIT_RATIO_LINK, SPLIT_RATIO_FLAT, SPLIT_RATIOS };
+
+/* Each ratio's heading in the table and its key in --json's hiar rows. */
+typedef struct {
+    const char *heading, *key;
+} bench_split_ratio_name_t;
+extern const bench_split_ratio_name_t bench_split_ratio_names[SPLIT_RATIOS];
+
+/* hiar's time over (intra + inter), over max(intra, link), over flat; 0 where a cell has no time. */
+void bench_split_ratios(const bench_split_row_t *r, double ratio[SPLIT_RATIOS]);
+
+void bench_split_print_row(const bench_split_row_t *r);
 
 #endif

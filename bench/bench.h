@@ -6,9 +6,10 @@
  *   hiar-bench.c    main, the hiar calls, the check and the timing loop
  *   bench-opts.c    the command line: options, usage, what the build allows
  *   bench-mem.c     the GPU, its stream, buffers and copies (host or device)
- *   bench-mpi.c     MPI_Allreduce as a user calls it (half ops, staging, avg)
+ *   bench-mpi.c     MPI_Allreduce as a user calls it (half ops, staging, avg);
+ *                   --split's inter and link
  *   bench-nccl.c    ncclAllReduce (built with NCCL only)
- *   bench-print.c   the '#' lines, the table or CSV rows, the summary
+ *   bench-print.c   the '#' lines, the table, CSV or JSON rows, the summary
  *   bench-check.c   inputs and the expected result (bench-check.h)
  *   bench-split.c   --split's communicators and columns (bench-split.h)
  *   bench-decode.c  --decode: allreduce + RMSNorm in CUDA graphs (bench-decode.h)
@@ -36,7 +37,7 @@
 /* The compared implementations, then --split's parts of hiar (bench-split.h); bench_impls' index. */
 enum {
     IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_MAIN_COUNT,
-    IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_HIAR_FLAT, IMPL_COUNT
+    IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_MPI_LINK, IMPL_HIAR_FLAT, IMPL_COUNT
 };
 #define IMPL_BIT(_impl) (1u << (_impl))
 
@@ -54,8 +55,9 @@ typedef struct {
     bench_mode_t mode;
     unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
     int csv, json, check, graph, inplace; /* csv, json: rows on stdout, '#' lines on stderr */
+    const char *json_file; /* --json-file: JSON rows into this file as well (rank 0) */
     int mpi_device; /* pass device buffers to MPI_Allreduce as they are */
-    int split;      /* also time hiar's parts: intra, inter, flat */
+    int split;      /* also time hiar's parts: intra, inter, link, flat */
     int flat_only;  /* --flat: of the parts, flat only */
     int overlap;    /* --overlap: time how soon a call returns behind OVERLAP_MS of work on the stream */
     int sync;       /* --sync: wait for the stream after every timed call */
@@ -96,9 +98,15 @@ typedef struct {
      * at the first call then sees the right GPU, not the bench's bookkeeping. */
     MPI_Comm mpi_comm;
     int mpi_staged;  /* MPI sees device data through b->host */
+    /* --split's link sends this rank's shards from b->send (link_device: MPI takes device
+     * memory) or b->host, as hiar does, and receives each counterpart's into link_recv. */
+    int link_device;
+    void *link_recv;       /* (ngroups - 1) times the largest shard, on the same kind of memory */
+    MPI_Request *link_req; /* [2 (ngroups - 1)]: one receive and one send per counterpart */
     int dead[IMPL_COUNT];            /* failed once: not run again */
     char na_reason[IMPL_COUNT][256]; /* why an implementation showed n/a */
     FILE *info; /* '#' lines: stdout, or stderr with --csv or --json */
+    FILE *json_out; /* --json-file, open on rank 0 */
     double copy_gbps;   /* device buffers: rank 0's pinned device-to-host copy, the reference line */
     size_t copy_bytes;
 #ifdef HIAR_HAVE_CUDA
@@ -159,10 +167,13 @@ static inline int has(const bench_t *b, int impl)
     return (b->opt.impls & IMPL_BIT(impl)) != 0;
 }
 
-/* The result check applies to all but --split's inter (several shards, each over its own ranks). */
+/*
+ * The result check applies to all but --split's inter (several shards, each
+ * over its own ranks) and link (point-to-point: nothing is reduced).
+ */
 static inline int checked(const bench_t *b, int impl)
 {
-    return b->opt.check && impl != IMPL_MPI_SHARD;
+    return b->opt.check && impl != IMPL_MPI_SHARD && impl != IMPL_MPI_LINK;
 }
 
 #endif

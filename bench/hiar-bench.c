@@ -102,6 +102,7 @@ const bench_impl_t bench_impls[IMPL_COUNT] = {
 #endif
     [IMPL_HIAR_INTRA] = {"hiar-intra", NULL, run_hiar, NULL},
     [IMPL_MPI_SHARD] = {"mpi-shard", NULL, bench_mpi_run_shards, NULL},
+    [IMPL_MPI_LINK] = {"mpi-link", NULL, bench_mpi_run_shards, NULL}, /* its buffers: split_setup's */
     [IMPL_HIAR_FLAT] = {"hiar-flat", NULL, run_hiar, NULL},
 };
 
@@ -271,7 +272,7 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
 /* MPI calls cannot be captured in a graph: they stay eager under --graph. */
 static int is_mpi(int impl)
 {
-    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD;
+    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD || impl == IMPL_MPI_LINK;
 }
 #endif
 
@@ -389,7 +390,10 @@ static void setup(bench_t *b)
             bench_impls[i].setup(b);
 }
 
-/* --split's communicators; 2 (bad usage, err set) when hiar's ranks form one group. */
+/*
+ * --split's communicators, and the link's buffers (they need the groups);
+ * 2 (bad usage, err set) when hiar's ranks form one group.
+ */
 static int split_setup(bench_t *b, char *err)
 {
     int rc;
@@ -399,6 +403,8 @@ static int split_setup(bench_t *b, char *err)
     rc = bench_split_setup(&b->split, b->comm, b->device, b->opt.flat_only, err, ERR_LEN);
     if (rc == 1)
         bench_die("%s", err);
+    if (rc == 0 && has(b, IMPL_MPI_LINK))
+        bench_mpi_link_setup(b);
     return rc;
 }
 
@@ -408,6 +414,7 @@ static void teardown(bench_t *b)
     for (int i = IMPL_COUNT - 1; i >= 0; i--)
         if (has(b, i) && bench_impls[i].teardown)
             bench_impls[i].teardown(b);
+    bench_mpi_link_teardown(b);
     bench_split_teardown(&b->split, b->dead[IMPL_HIAR_INTRA], b->dead[IMPL_HIAR_FLAT]);
     release_buffers(b);
     if (b->comm && b->dead[IMPL_HIAR])
@@ -444,7 +451,7 @@ static int run_sizes(bench_t *b)
             bench_account(&totals[i], b, i, count, &res[i]);
         }
         if (count > 0 && b->rank == 0)
-            (o->csv ? bench_print_csv_rows : o->json ? bench_print_json_rows : bench_print_row)(b, count, res);
+            bench_print_rows(b, count, res);
         if (size > o->max_bytes / (size_t)o->factor)
             break;
     }
@@ -453,6 +460,8 @@ static int run_sizes(bench_t *b)
     for (int i = 0; i < IMPL_COUNT; i++)
         if (has(b, i) && (totals[i].wrong || totals[i].failed))
             status = 1;
+    if (b->rank == 0 && bench_print_close(b))
+        status = 1;
     return status;
 }
 
@@ -470,6 +479,8 @@ int main(int argc, char **argv)
     rc = bench_parse_options(argc, argv, &b.opt, err);
     if (rc == 0)
         rc = bench_resolve_mode(&b, err);
+    if (rc == 0)
+        rc = bench_print_open(&b, err);
     if (rc != 0) {
         if (b.rank == 0 && rc == 1)
             bench_usage(stdout);
