@@ -301,7 +301,8 @@ typedef struct {
 /*
  * Slot `slot`'s memory with at least send_bytes (0: none needed) and
  * recv_bytes; allocated at first use (also while the stream is captured),
- * grown when too small, after the slot's last kernel is done.
+ * grown when too small (the old areas are freed with g: a kernel of the
+ * slot's last job may still read them).
  */
 hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
                                   int recv_on_device, hiar_hosts_area_t *out);
@@ -311,8 +312,8 @@ int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);
 /* HIAR_TIMEOUT once a kernel gave up waiting for the thread. */
 hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g);
 void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g);
-/* The job's kernel on c->stream (c: dtype, op, divisor), asynchronous and capturable; it uses slot's memory. */
-hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, int slot, const hiar_hosts_job_t *job, const hiar_call_t *c);
+/* The job's kernel on c->stream (c: dtype, op, divisor), asynchronous and capturable. */
+hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job, const hiar_call_t *c);
 
 #ifdef __cplusplus
 }

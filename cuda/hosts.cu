@@ -20,13 +20,23 @@
 /* Blocks of one kernel: 16 copy 50 GB/s into host memory, more than a PCIe link takes. */
 #define HOSTS_BLOCKS 16u
 
-/* A slot's memory: flags and send areas in mapped host memory, recv there or on the GPU. */
+/*
+ * A slot's memory: flags and send areas in mapped host memory, recv there or
+ * on the GPU.  An area that grows leaves its old allocation on a list freed
+ * with the rest: a kernel of the slot's previous job may still read it, and
+ * freeing (cudaFreeHost, cudaFree) would wait for the whole device, here
+ * behind whatever the caller queued ahead of the call.
+ */
+typedef struct retired {
+    struct retired *next;
+    char *ptr;
+    int on_device;
+} retired_t;
+
 typedef struct {
     hiar_hosts_area_t area;
     size_t send_cap, recv_cap;
     int recv_on_device;
-    cudaEvent_t last; /* after the slot's last eager kernel: growing an area waits for it */
-    int recorded;     /* last was recorded (a captured call's slot never is: no wait while capturing) */
 } hosts_slot_t;
 
 struct hiar_hosts_gpu {
@@ -36,6 +46,7 @@ struct hiar_hosts_gpu {
     unsigned blocks;
     int nslots;
     hosts_slot_t *slots;
+    retired_t *retired;
 };
 
 /* Fresh reads of what the thread (or the MPI on its behalf) wrote: never an old line from a cache. */
@@ -130,8 +141,12 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
             cudaFreeHost(sl->area.flags_host);
         free_area(sl->area.send_host, 0);
         free_area(sl->area.recv_host, sl->recv_on_device);
-        if (sl->last)
-            cudaEventDestroy(sl->last);
+    }
+    while (g->retired) {
+        retired_t *r = g->retired;
+        g->retired = r->next;
+        free_area(r->ptr, r->on_device);
+        free(r);
     }
     free(g->slots);
     cudaFreeHost(g->ctl);
@@ -154,17 +169,21 @@ static cudaError_t alloc_relaxed(void **p, size_t bytes, int on_device)
     return err;
 }
 
-/* An area of at least bytes (its old content is not kept). */
-static hiar_result_t grow(hosts_slot_t *sl, char **host, char **dev, size_t *cap, size_t bytes, int on_device,
-                          const char *what)
+/* An area of at least bytes (its old content is not kept); on_device: the old one's kind. */
+static hiar_result_t grow(hiar_hosts_gpu_t *g, char **host, char **dev, size_t *cap, size_t bytes, int on_device,
+                          int old_on_device, const char *what)
 {
     void *p = NULL;
 
     if (bytes <= *cap)
         return HIAR_SUCCESS;
-    if (sl->recorded)
-        HIAR_CUDA_CHECK(cudaEventSynchronize(sl->last));
-    free_area(*host, host == &sl->area.recv_host && sl->recv_on_device);
+    if (*host) {
+        retired_t *r = (retired_t *)malloc(sizeof(*r));
+        if (!r)
+            return hiar_error_set(HIAR_NO_MEMORY, "cannot keep a retired area between hosts");
+        *r = retired_t{g->retired, *host, old_on_device};
+        g->retired = r;
+    }
     *host = *dev = NULL;
     *cap = 0;
     if (alloc_relaxed(&p, bytes, on_device) != cudaSuccess)
@@ -190,14 +209,14 @@ extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size
         memset(p, 0, flag_bytes);
         sl->area.flags_host = (uint32_t *)p;
         HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&sl->area.flags_dev, p, 0));
-        HIAR_CUDA_CHECK(cudaEventCreateWithFlags(&sl->last, cudaEventDisableTiming));
     }
     if (send_bytes)
-        HIAR_CHECK(grow(sl, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, 0,
+        HIAR_CHECK(grow(g, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, 0, 0,
                         "cudaHostAlloc of a send area between hosts"));
     if (recv_on_device != sl->recv_on_device)
         sl->recv_cap = 0; /* a kind change reallocates */
-    HIAR_CHECK(grow(sl, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, recv_on_device,
+    HIAR_CHECK(grow(g, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, recv_on_device,
+                    sl->recv_on_device,
                     recv_on_device ? "cudaMalloc of a receive area between hosts"
                                    : "cudaHostAlloc of a receive area between hosts"));
     sl->recv_on_device = recv_on_device;
@@ -257,25 +276,15 @@ extern "C" void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g)
     __atomic_store_n(&g->ctl->abort, 1, __ATOMIC_RELEASE);
 }
 
-extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, int slot, const hiar_hosts_job_t *job,
-                                           const hiar_call_t *c)
+extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job, const hiar_call_t *c)
 {
     unsigned grid = (unsigned)job->npieces < g->blocks ? (unsigned)job->npieces : g->blocks;
     cudaStream_t stream = (cudaStream_t)c->stream;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     cudaError_t err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         hosts_kernel<decltype(tag)><<<grid, HIAR_THREADS, 0, stream>>>(*job, g->ctl_dev, g->timeout_ns, (int)c->op,
                                                                        c->divisor);
         return cudaGetLastError();
     });
 
-    if (err != cudaSuccess)
-        return hiar_cuda_error(err, "launch of the kernel of the step between hosts");
-    HIAR_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    /* A captured call's slot is its own for good: never grown, no event. */
-    if (capture == cudaStreamCaptureStatusNone) {
-        HIAR_CUDA_CHECK(cudaEventRecord(g->slots[slot].last, stream));
-        g->slots[slot].recorded = 1;
-    }
-    return HIAR_SUCCESS;
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "launch of the kernel of the step between hosts");
 }

@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [tests|bench|ucx|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
@@ -15,7 +15,7 @@ run() { # log name, then the command
     local name=$1
     shift
     echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 240 "$@" >>"$out/$name.log" 2>&1
+    timeout "${HIAR_RUN_TIMEOUT:-240}" "$@" >>"$out/$name.log" 2>&1
     local rc=$?
     grep -E "passed|FAIL|Avg bus" "$out/$name.log" | tail -n 3 | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
@@ -27,8 +27,8 @@ m4="$mpi -np 4"
 as=scripts/as-hosts
 bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 tests_part() {
-    run tests $m4 $as ./tests/gpu/test_gpu --quick
     run tests $m4 $as ./tests/gpu/test_gpu --replays 1000
+    run tests $m4 $as ./tests/gpu/test_gpu --quick
     run tests $m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=MPI $as ./tests/mpi/test_rmsnorm --device
     run tests $m4 -x HIAR_GROUPS="0|1,2,3" -x HIAR_BETWEEN=mpi ./tests/gpu/test_gpu --quick
     run tests bash tests/gpu/kill.sh $m4 $as
@@ -36,8 +36,8 @@ tests_part() {
 }
 bench_part() {
     run bench $m4 $as $bench --impl hiar,mpi -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
-    run bench $m4 $as $bench --impl hiar,mpi --split -b 1K -e 4M -f 4 -n 20 -w 5
     run bench $m4 $as $bench --impl hiar,mpi --split -b 16M -e 256M -f 4 -n 5 -w 1
+    run bench $m4 -x HIAR_TIMEOUT_MS=30000 $as $bench --impl hiar,mpi --split -b 1K -e 4M -f 4 -n 20 -w 5
     run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 16M -e 256M -f 4 -n 5 -w 1
     run bench $m4 $as $bench --impl hiar -b 1K -e 64M -f 4 -n 50 -w 5 --graph
 }
@@ -47,11 +47,14 @@ ucx_part() {
     mkdir -p /tmp/hiar-ucx && tar xJf "$UCX_TAR" -C /tmp/hiar-ucx
     local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
     local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
-    run ucx $u $as ./bench/hiar-info --build
-    run ucx $u $as ./tests/gpu/test_gpu --quick
-    run ucx $u $as $bench --impl hiar --mpi-device --split -b 16M -e 256M -f 4 -n 5 -w 1
+    # HIAR_MPI_DEVICE=1: auto says no where UCX's cuda_copy probe finds no GPU (net/mpidev.c).
+    run ucx $u -x HIAR_MPI_DEVICE=1 $as ./tests/gpu/test_gpu --quick
+    # -o avg: the inter column's MPI_Allreduce stays staged (Open MPI's collectives crash on device memory).
+    run ucx $u -x HIAR_MPI_DEVICE=1 $as ./bench/hiar-bench -m device -d bfloat16 -o avg --impl hiar --mpi-device \
+        --split -b 16M -e 256M -f 4 -n 5 -w 1
 }
 case $part in
+replays) run tests $m4 $as ./tests/gpu/test_gpu --replays 1000 ;;
 tests) tests_part ;;
 bench) bench_part ;;
 ucx) ucx_part ;;

@@ -18,17 +18,24 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
                "the kernels' view of the flags");
 
 /*
- * Pieces of at most 512 KB, jobs of at most 32 pieces (16 MB of this rank's
+ * Pieces of at most 512 KB, jobs of at most 16 pieces (8 MB of this rank's
  * shards per kernel).  Inside a job the copies out, the MPI messages and the
  * reductions of different pieces overlap; between two jobs the stream waits
- * for one piece's exchange, 1/32 of a job.
+ * for one piece's exchange, 1/16 of a job.
  */
 #define HOSTS_PIECE_BYTES ((size_t)512 << 10)
-#define HOSTS_JOB_PIECES 32
-/* Eager jobs take these slots in turn: a call waits on the host only when this many jobs are queued on the GPU. */
+#define HOSTS_JOB_PIECES 16
+/*
+ * Eager jobs take these slots in turn: a call waits on the host only when
+ * this many jobs are queued on the GPU.  A slot's areas start at
+ * HOSTS_AREA_MIN and go straight to a whole job's when a job needs more, so
+ * that an eager call allocates at most twice per slot in a comm's life:
+ * 8 x 16 MB of pinned memory at most between 2 hosts.
+ */
 #define HOSTS_EAGER_SLOTS 8
-/* The rest are captured calls' jobs, a slot each for good. */
-#define HOSTS_SLOTS 256
+#define HOSTS_AREA_MIN ((size_t)1 << 20)
+/* The rest are captured calls' jobs, a slot each for good (areas as they need). */
+#define HOSTS_SLOTS 4096
 /* Where the receive areas' pieces start: apart by whole cache lines (cuda/hosts.cu reads them fresh). */
 #define HOSTS_STRIDE_ALIGN 128
 
@@ -140,6 +147,14 @@ static size_t stride_of(size_t bytes)
     return (bytes + HOSTS_STRIDE_ALIGN - 1) / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
 }
 
+/* An eager slot's area for `need` bytes per rank: HOSTS_AREA_MIN, else a whole job's; a captured one's, exact. */
+static size_t area_bytes(size_t need, int capturing)
+{
+    if (capturing)
+        return need;
+    return need <= HOSTS_AREA_MIN ? HOSTS_AREA_MIN : HOSTS_JOB_PIECES * stride_of(HOSTS_PIECE_BYTES);
+}
+
 static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
 {
     if (!capturing) {
@@ -148,9 +163,9 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
         return HIAR_SUCCESS;
     }
     if (HOSTS_EAGER_SLOTS + h->next_kept >= HOSTS_SLOTS)
-        return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured jobs between hosts (16 MB of a "
-                                                "rank's shards each); capture fewer or smaller calls, or use "
-                                                "another comm", HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
+        return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured jobs between hosts (8 MB of a "
+                                                "rank's shards each) for the life of the comm; capture fewer or "
+                                                "smaller calls, or use another comm", HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
     *slot = HOSTS_EAGER_SLOTS + h->next_kept++;
     return HIAR_SUCCESS;
 }
@@ -166,8 +181,11 @@ static hiar_result_t flush(job_build_t *b)
     if (!b->job.npieces)
         return HIAR_SUCCESS;
     HIAR_CHECK(take_slot(h, b->capturing, &slot));
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : b->stride_sum,
-                                   (size_t)(n - 1) * b->stride_sum, h->device_pointers, &a));
+    /* Before its memory changes hands: the thread is done with the slot's last job. */
+    HIAR_CHECK(hiar_progress_slot_wait(h->engine, slot, b->c->wait));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : area_bytes(b->stride_sum, b->capturing),
+                                   (size_t)(n - 1) * area_bytes(b->stride_sum, b->capturing), h->device_pointers,
+                                   &a));
     for (int i = 0; i < b->job.npieces; i++) {
         hiar_progress_piece_t *p = &b->job.piece[i];
         hiar_hosts_piece_t *k = &b->kernel.piece[i];
@@ -185,7 +203,7 @@ static hiar_result_t flush(job_build_t *b)
     b->job.tag = h->next_tag[b->link];
     h->next_tag[b->link] = (h->next_tag[b->link] + 1) % (hiar_progress_max_job_tag(&h->port) + 1);
     HIAR_CHECK(hiar_progress_submit(h->engine, &b->job, b->c->wait));
-    HIAR_CHECK(hiar_hosts_reduce(h->gpu, slot, &b->kernel, b->c));
+    HIAR_CHECK(hiar_hosts_reduce(h->gpu, &b->kernel, b->c));
     b->job.npieces = b->kernel.npieces = 0;
     b->stride_sum = 0;
     return HIAR_SUCCESS;

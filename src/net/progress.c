@@ -11,11 +11,11 @@
 #include "net/progress.h"
 
 /*
- * After this long without anything to do, the thread sleeps between polls
- * of the flags (PROGRESS_NAP_NS each, with a timer slack of 1 us), so that
- * a comm with a captured call does not spin a core for ever.  A piece whose
- * kernel comes after a nap starts at most a nap late; pieces that follow
- * each other keep the thread spinning.
+ * With only captured calls' jobs to watch and nothing to do for this long,
+ * the thread sleeps between polls of the flags (PROGRESS_NAP_NS each, with
+ * a timer slack of 1 us), so that a comm with a captured call does not spin
+ * a core for ever: a replay that comes after a nap starts at most a nap
+ * late.  While an eager job is out the thread spins (yielding the core).
  */
 #define PROGRESS_IDLE_NS 200000u
 #define PROGRESS_NAP_NS 10000
@@ -29,8 +29,8 @@ typedef struct {
 typedef struct {
     atomic_int busy; /* a job is in the slot (the thread's until it sets 0) */
     hiar_progress_job_t job;
-    piece_state_t ps[HIAR_PROGRESS_MAX_PIECES];
-    int arrived; /* pieces of an eager job that arrived */
+    piece_state_t *ps; /* [HIAR_PROGRESS_MAX_PIECES], allocated at the slot's first job */
+    int arrived;       /* pieces of an eager job that arrived */
 } slot_t;
 
 struct hiar_progress {
@@ -41,6 +41,7 @@ struct hiar_progress {
     pthread_cond_t wake;
     int *queue, nqueued; /* slots submitted, not yet taken by the thread (under mu) */
     int *active, nactive; /* the thread's own */
+    int neager;           /* of them eager: a call is waiting for them, so the thread never naps */
     atomic_int stop;
     atomic_int error;     /* the first error (HIAR_SUCCESS: none) */
     char message[512];    /* its message, under mu */
@@ -144,6 +145,7 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
         if (!sl->job.persistent && sl->arrived == sl->job.npieces) {
             atomic_store_explicit(&sl->busy, 0, memory_order_release);
             p->active[a] = p->active[--p->nactive];
+            p->neager--;
         } else
             a++;
     }
@@ -156,8 +158,10 @@ static void take_queue(hiar_progress_t *p)
     pthread_mutex_lock(&p->mu);
     while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
         pthread_cond_wait(&p->wake, &p->mu);
-    for (int q = 0; q < p->nqueued; q++)
+    for (int q = 0; q < p->nqueued; q++) {
         p->active[p->nactive++] = p->queue[q];
+        p->neager += !p->slots[p->queue[q]].job.persistent;
+    }
     p->nqueued = 0;
     pthread_mutex_unlock(&p->mu);
 }
@@ -192,7 +196,7 @@ static void *engine_main(void *arg)
         if (moved) {
             last = hiar_now_ns();
             polls = 0;
-        } else if (++polls > HIAR_WAIT_SPINS && hiar_now_ns() - last > PROGRESS_IDLE_NS)
+        } else if (++polls > HIAR_WAIT_SPINS && !p->neager && hiar_now_ns() - last > PROGRESS_IDLE_NS)
             nap();
         else if (polls > HIAR_WAIT_SPINS)
             sched_yield();
@@ -275,19 +279,27 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
     return HIAR_SUCCESS;
 }
 
+hiar_result_t hiar_progress_slot_wait(hiar_progress_t *p, int slot, hiar_wait_t *wait)
+{
+    HIAR_CHECK(hiar_progress_status(p));
+    while (!hiar_progress_slot_free(p, slot)) {
+        HIAR_CHECK(hiar_wait_poll(wait));
+        HIAR_CHECK(hiar_progress_status(p));
+    }
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t *job, hiar_wait_t *wait)
 {
     slot_t *sl;
 
-    HIAR_CHECK(hiar_progress_status(p));
     HIAR_CHECK(check_job(p, job));
+    HIAR_CHECK(hiar_progress_slot_wait(p, job->slot, wait));
     sl = &p->slots[job->slot];
-    while (!hiar_progress_slot_free(p, job->slot)) {
-        HIAR_CHECK(hiar_wait_poll(wait));
-        HIAR_CHECK(hiar_progress_status(p));
-    }
+    if (!sl->ps && !(sl->ps = malloc(sizeof(*sl->ps) * HIAR_PROGRESS_MAX_PIECES)))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");
     sl->job = *job;
-    memset(sl->ps, 0, sizeof(sl->ps));
+    memset(sl->ps, 0, sizeof(*sl->ps) * HIAR_PROGRESS_MAX_PIECES);
     sl->arrived = 0;
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
@@ -308,9 +320,11 @@ int hiar_progress_stop(hiar_progress_t *p)
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
-    for (int s = 0; s < p->cfg.nslots; s++)
-        for (int i = 0; i < HIAR_PROGRESS_MAX_PIECES; i++)
+    for (int s = 0; s < p->cfg.nslots; s++) {
+        for (int i = 0; p->slots[s].ps && i < HIAR_PROGRESS_MAX_PIECES; i++)
             left += p->slots[s].ps[i].nreq;
+        free(p->slots[s].ps);
+    }
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->active);
