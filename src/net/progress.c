@@ -204,32 +204,38 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
+/* Frees an engine whose thread is not running (never started, or joined). */
+static void engine_free(hiar_progress_t *p)
+{
+    for (int s = 0; p->slots && s < p->cfg.nslots; s++)
+        free(p->slots[s].ps);
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->mu);
+    free(p->active);
+    free(p->queue);
+    free(p->slots);
+    free(p);
+}
+
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out)
 {
     hiar_progress_t *p = calloc(1, sizeof(*p));
+    size_t n = cfg->nslots > 0 ? (size_t)cfg->nslots : 0;
     int rc;
 
     *out = NULL;
-    if (!p || cfg->nslots <= 0 || !(p->slots = calloc((size_t)cfg->nslots, sizeof(*p->slots))) ||
-        !(p->queue = malloc(sizeof(int) * (size_t)cfg->nslots)) ||
-        !(p->active = malloc(sizeof(int) * (size_t)cfg->nslots))) {
-        if (p) {
-            free(p->slots);
-            free(p->queue);
-        }
-        free(p);
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine (%d slots)", cfg->nslots);
-    }
+    if (!p)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine");
     p->cfg = *cfg;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
+    if (!n || !(p->slots = calloc(n, sizeof(*p->slots))) || !(p->queue = malloc(sizeof(int) * n)) ||
+        !(p->active = malloc(sizeof(int) * n))) {
+        engine_free(p);
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine (%d slots)", cfg->nslots);
+    }
     if ((rc = pthread_create(&p->thread, NULL, engine_main, p)) != 0) {
-        pthread_cond_destroy(&p->wake);
-        pthread_mutex_destroy(&p->mu);
-        free(p->active);
-        free(p->queue);
-        free(p->slots);
-        free(p);
+        engine_free(p);
         return hiar_error_set(HIAR_INTERNAL_ERROR, "cannot start the progress thread: pthread_create returned %d", rc);
     }
     *out = p;
@@ -320,16 +326,9 @@ int hiar_progress_stop(hiar_progress_t *p)
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
-    for (int s = 0; s < p->cfg.nslots; s++) {
+    for (int s = 0; s < p->cfg.nslots; s++)
         for (int i = 0; p->slots[s].ps && i < HIAR_PROGRESS_MAX_PIECES; i++)
             left += p->slots[s].ps[i].nreq;
-        free(p->slots[s].ps);
-    }
-    pthread_cond_destroy(&p->wake);
-    pthread_mutex_destroy(&p->mu);
-    free(p->active);
-    free(p->queue);
-    free(p->slots);
-    free(p);
+    engine_free(p);
     return left;
 }
