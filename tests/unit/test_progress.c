@@ -8,6 +8,10 @@
  * and AddressSanitizer.
  *
  *   test_progress            every case; exit 0 when all pass
+ *   mpirun -np N test_progress --mpi
+ *                            N ranks (2 to 4), one per process, over the MPI
+ *                            port (src/net/port.c): eager and persistent
+ *                            jobs, every byte checked (tests/mpi/progress.test)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -365,8 +369,63 @@ static void test_bad_jobs(void)
     expect(ok, "bad jobs: no pieces, a slot past the engine's, tags past the bound: HIAR_INTERNAL_ERROR with a message");
 }
 
-int main(void)
+#ifndef HIAR_TEST_NO_MPI
+#include "net/port.h"
+
+/* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
+static int mpi_main(int argc, char **argv)
 {
+    static const int cases[][2] = {{1, 0}, {3, 0}, {2, 1}}; /* slots, persistent */
+    int level, me, n, bad = 0;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (level != MPI_THREAD_MULTIPLE || n < 2 || n > MAX_RANKS) {
+        if (me == 0)
+            printf("SKIP: needs MPI_THREAD_MULTIPLE and 2 to %d ranks (thread level %d, %d ranks)\n", MAX_RANKS,
+                   level, n);
+        MPI_Finalize();
+        return 77;
+    }
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        rank_t *r = calloc(1, sizeof(*r));
+        MPI_Comm world = MPI_COMM_WORLD;
+        hiar_progress_config_t cfg = {.nslots = cases[c][0], .timeout_ms = 20000, .abort = &r->abort,
+                                      .kernel_abort = &r->kernel_abort};
+        int ok;
+        *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1], .stall = 0};
+        ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
+        if (ok) {
+            device_main(r);
+            ok = !r->wrong && !r->timed_out && r->submit_rc == HIAR_SUCCESS &&
+                 hiar_progress_status(r->engine) == HIAR_SUCCESS;
+            ok &= hiar_progress_stop(r->engine) == 0;
+        }
+        if (!ok)
+            fprintf(stderr, "rank %d: %d wrong bytes, %s\n", me, r->wrong, hiar_last_error());
+        hiar_port_mpi_free(&cfg.port);
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (me == 0)
+            printf("%s: MPI port, %d ranks, %d slots, %s jobs: 40 rounds, every byte as sent\n", ok ? "PASS" : "FAIL",
+                   n, cases[c][0], cases[c][1] ? "persistent" : "eager");
+        bad += !ok;
+        free(r);
+    }
+    MPI_Finalize();
+    return bad != 0;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+#ifndef HIAR_TEST_NO_MPI
+    if (argc > 1 && strcmp(argv[1], "--mpi") == 0)
+        return mpi_main(argc, argv);
+#else
+    (void)argc;
+    (void)argv;
+#endif
     test_rounds(2, 1, 0);
     test_rounds(2, 3, 0);
     test_rounds(3, 2, 0);
