@@ -186,8 +186,11 @@ static void check_round(rank_t *r, int slot, int round)
 {
     for (int i = 0; i < PIECES; i++)
         for (int from = 0; from < r->n; from++) {
-            const unsigned char *got = r->recv[slot][i][from < r->me ? from : from - 1];
-            for (int j = 0; from != r->me && j < PIECE_BYTES; j++)
+            const unsigned char *got;
+            if (from == r->me)
+                continue;
+            got = r->recv[slot][i][from < r->me ? from : from - 1];
+            for (int j = 0; j < PIECE_BYTES; j++)
                 r->wrong += got[j] != value(from, round, i, j);
         }
 }
