@@ -53,7 +53,8 @@ size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def)
     size_t best = def;
     cost_t least = cost_of(t, def);
 
-    /* def first: another limit must cost strictly less; then 0 and the ladder upwards. */
+    /* def first: another limit must cost less by the margin; then 0 and the ladder upwards. */
+    least.ratio *= 1.0 - HIAR_TUNE_MARGIN;
     for (int i = -1; i < t->nsizes; i++) {
         size_t limit = i < 0 ? 0 : hiar_tune_size(i);
         cost_t c = cost_of(t, limit);

@@ -22,6 +22,10 @@
 #define HIAR_TUNE_MIN_BYTES ((size_t)256)
 /* The candidates of one crossover: [0] the small-message path (one-shot), [1] the large one. */
 #define HIAR_TUNE_NCAND 2
+/* The built-in limit stays unless another saves more than this part of its
+ * cost: the issue's bound (tuned never > 3% slower), and timings on a busy
+ * host move by more (2 ranks on 2 cores: 256 KB one-shot 105 us in one run). */
+#define HIAR_TUNE_MARGIN 0.03
 /* A cached limit above this is refused: past the ladder's top, by far. */
 #define HIAR_TUNE_LIMIT_MAX ((size_t)64 << 20)
 
@@ -60,7 +64,8 @@ size_t hiar_tune_size(int i);
  * The crossover from an agreed table: the limit L (0, a ladder size, or
  * def) for which "small path up to L" takes a dropped candidate at the
  * fewest sizes, then costs the least, summed over the timed sizes as time
- * over the best time of that size.  Ties go to def, then to the smaller L.
+ * over the best time of that size.  A limit other than def must cost
+ * HIAR_TUNE_MARGIN less than def; ties between others go to the smaller L.
  */
 size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def);
 

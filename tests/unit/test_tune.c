@@ -212,6 +212,17 @@ Test(tune, choose_the_crossover)
     cr_expect_eq(hiar_tune_choose(&t, 16384), 16384);
 }
 
+Test(tune, choose_keeps_the_default_within_the_margin)
+{
+    /* Two-shot 1% faster at 64K only: not worth leaving the default (64K) for 16K. */
+    const double a[] = {5, 6, 8, 12, 40.4, 150, 600}, b[] = {9, 10, 12, 14, 40, 90, 300};
+    hiar_tune_table_t t = table(7, a, b);
+
+    cr_expect_eq(hiar_tune_choose(&t, 65536), 65536);
+    t.us[0][4] = 60; /* 50% slower: worth it */
+    cr_expect_eq(hiar_tune_choose(&t, 65536), 16384);
+}
+
 Test(tune, choose_never_and_always)
 {
     const double a[] = {5, 6, 8, 12, 20, 50, 100}, b[] = {9, 10, 12, 14, 30, 90, 300};
