@@ -94,7 +94,7 @@ static int print_params(void)
 static void print_cache_file(const char *path)
 {
     hiar_tune_limits_t l;
-    char why[1400], sig[1024] = "";
+    char why[3400], sig[1600] = "";
     hiar_tune_cache_t st = hiar_tune_cache_read(path, NULL, &l, why, sizeof(why), sig, sizeof(sig));
 
     printf("%s\n", path);

@@ -243,7 +243,7 @@ static hiar_result_t load(hiar_comm_t *comm, const char *sig)
     hiar_tune_t *t = &comm->tune;
     loaded_t got = {HIAR_TUNE_CACHE_ABSENT, 0, {0, 0}, ""};
     int differs;
-    char why[1400];
+    char why[3400];
 
     if (comm->rank == 0) {
         cache_path(comm, sig, got.path, sizeof(got.path));

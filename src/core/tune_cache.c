@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,7 +199,7 @@ static int parse_limit(const char *text, size_t *out)
 }
 
 typedef struct {
-    char version[64], signature[1024];
+    char version[64], signature[1600]; /* tune.c's signatures are at most 1536 */
     int nlimits; /* bit 0 shm, bit 1 hier */
     hiar_tune_limits_t l;
 } cache_file_t;
@@ -223,9 +224,15 @@ static int parse_line(char *line, cache_file_t *c)
     return strcmp(line, "measured_s") == 0;
 }
 
-static hiar_tune_cache_t ignored(char *why, size_t len, const char *fmt, const char *a, const char *b)
+static hiar_tune_cache_t ignored(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static hiar_tune_cache_t ignored(char *why, size_t len, const char *fmt, ...)
 {
-    snprintf(why, len, fmt, a, b);
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
     return HIAR_TUNE_CACHE_IGNORED;
 }
 
@@ -234,13 +241,13 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
 {
     FILE *f = fopen(path, "r");
     cache_file_t c = {0};
-    char line[1200];
+    char line[1700];
     int n = 0, bad = 0;
 
     if (!f) {
-        snprintf(why, whylen, "%s", strerror(errno));
-        return errno == ENOENT ? HIAR_TUNE_CACHE_ABSENT
-                               : ignored(why, whylen, "cannot read it: %s%s", strerror(errno), "");
+        int err = errno;
+        snprintf(why, whylen, "%s", strerror(err));
+        return err == ENOENT ? HIAR_TUNE_CACHE_ABSENT : ignored(why, whylen, "cannot read it: %s", strerror(err));
     }
     while (!bad && fgets(line, sizeof(line), f)) {
         n++;
@@ -250,13 +257,13 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
     fclose(f);
     if (signature_out)
         snprintf(signature_out, siglen, "%s", c.signature);
-    if (bad) {
-        char at[32];
-        snprintf(at, sizeof(at), "%d", n);
-        return ignored(why, whylen, "corrupt at line %s (expected \"key value\" with a size up to 64M)%s", at, "");
-    }
+    if (bad)
+        return ignored(why, whylen, "corrupt at line %d (expected \"key value\": version, signature, "
+                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s)",
+                       n, HIAR_TUNE_LIMIT_MAX);
     if (!c.version[0] || !c.signature[0] || c.nlimits != 3)
-        return ignored(why, whylen, "corrupt: it lacks %s%s", !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit", "");
+        return ignored(why, whylen, "corrupt: it lacks %s",
+                       !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit");
     if (strcmp(c.version, hiar_version()) != 0)
         return ignored(why, whylen, "written by hiar %s, this is %s", c.version, hiar_version());
     if (signature && strcmp(c.signature, signature) != 0)

@@ -1,6 +1,6 @@
 /*
  * Tuning's pure parts (src/core/tune_cache.c): the signature, the cache
- * file's round trip and mode, files that are corrupt, of another signature
+ * file's round trip and mode, two processes writing it at once, files that are corrupt, of another signature
  * or another hiar version (ignored, with why), and the crossover chosen
  * from a timing table (a tie, a dropped candidate, a partial ladder).
  */
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/tune_cache.h"
@@ -107,6 +108,33 @@ Test(tune, cache_round_trip_mode_0600_folders_0700)
     cr_expect_eq(got.shm_oneshot_max, 0);
     snprintf(path, sizeof(path), "%s/a/b/tune.txt.tmp.%ld", dir, (long)getpid());
     cr_expect_neq(access(path, F_OK), 0, "the temporary file %s is left", path);
+    remove_dir(dir);
+}
+
+Test(tune, cache_concurrent_writers_leave_one_whole_file)
+{
+    char dir[256], path[512], why[512];
+    hiar_tune_limits_t got;
+    pid_t kids[2];
+
+    fresh_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/tune.txt", dir);
+    for (int k = 0; k < 2; k++)
+        if ((kids[k] = fork()) == 0) {
+            hiar_tune_limits_t l = {(size_t)(k + 1) * 1024, (size_t)(k + 1) * 1024};
+            int bad = 0;
+            for (int i = 0; i < 200; i++)
+                bad += hiar_tune_cache_write(path, "s", &l, NULL, 0.1) != HIAR_SUCCESS;
+            _exit(bad != 0);
+        }
+    for (int k = 0; k < 2; k++) {
+        int st = 0;
+        cr_assert_eq(waitpid(kids[k], &st, 0), kids[k]);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed", k);
+    }
+    cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
+    cr_expect(got.shm_oneshot_max == got.hier_oneshot_max && (got.shm_oneshot_max == 1024 || got.shm_oneshot_max == 2048),
+              "a mixed file: %zu, %zu", got.shm_oneshot_max, got.hier_oneshot_max);
     remove_dir(dir);
 }
 
