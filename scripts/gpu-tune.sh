@@ -35,12 +35,11 @@ for c in "2 " "3 " "4 " "4 0,1|2,3"; do
         done
     done
     # tune,size_bytes,count,dtype,op,impl,time_us,...: the best time per size of each, and their ratio.
-    awk -F, '$2 ~ /^[0-9]+$/ { k = $1 SUBSEP $2; if (!(k in best) || $7 < best[k]) best[k] = $7; sizes[$2] = 1 }
-        END { printf "  %10s %12s %12s %8s\n", "bytes", "built-in us", "tuned us", "ratio"
-              n = asorti(sizes, s, "@ind_num_asc")
-              for (i = 1; i <= n; i++) { b = best["0" SUBSEP s[i]]; t = best["auto" SUBSEP s[i]]
-                  printf "  %10s %12.2f %12.2f %8.3f%s\n", s[i], b, t, t / b, t / b > 1.03 ? "  SLOWER" : "" } }' \
-        "$out/side-$name.csv" | tee -a "$out/summary.txt"
+    printf "  %10s %12s %12s %8s\n" bytes "built-in us" "tuned us" ratio | tee -a "$out/summary.txt"
+    awk -F, '$2 ~ /^[0-9]+$/ { k = $1 SUBSEP $2; if (!(k in best) || $7 + 0 < best[k]) best[k] = $7 + 0; sizes[$2] = 1 }
+        END { for (s in sizes) { b = best["0" SUBSEP s]; t = best["auto" SUBSEP s]
+                  printf "  %10s %12.2f %12.2f %8.3f%s\n", s, b, t, t / b, (t / b > 1.03 ? "  SLOWER" : "") } }' \
+        "$out/side-$name.csv" | sort -n | tee -a "$out/summary.txt"
 done
 unset HIAR_TUNE_CACHE
 for t in tune-np2 tune-np4; do
