@@ -16,7 +16,7 @@
 /* Long options without a short form: values past any character. */
 enum { OPT_IMPL = 256, OPT_CSV, OPT_NO_CHECK, OPT_GRAPH, OPT_INPLACE, OPT_MPI_DEVICE, OPT_SPLIT, OPT_REGISTER,
        OPT_FLAT, OPT_OVERLAP, OPT_JSON, OPT_DECODE, OPT_TOKENS, OPT_HIDDEN, OPT_LAYERS, OPT_SYNC,
-       OPT_TRAIN, OPT_BUCKETS, OPT_BUCKET_BYTES, OPT_COMPUTE_US, OPT_COMPUTE_SMS, OPT_JSON_FILE };
+       OPT_TRAIN, OPT_BUCKETS, OPT_BUCKET_BYTES, OPT_COMPUTE_US, OPT_COMPUTE_SMS, OPT_JSON_FILE, OPT_TUNE };
 
 /* Defaults, set through the option parser and shown by --help from here. */
 static const struct {
@@ -105,6 +105,10 @@ void bench_usage(FILE *out)
             "               when 5 ms of work is ahead of it on the stream (eager only)\n"
             "  --sync       device buffers: wait for the stream after every timed call, as\n"
             "               MPI_Allreduce does (the preload's cost against hiar + sync)\n"
+            "  --tune       host buffers (-m host): measure hiar's crossovers now as\n"
+            "               HIAR_TUNE=1 does, print the table (us per call and candidate,\n"
+            "               '*' the one taken at each size) and write the tuning cache\n"
+            "               (HIAR_TUNE_CACHE); nothing else is timed\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
@@ -289,6 +293,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
         return 0;
     case OPT_SYNC: o->sync = 1; return 0;
     case OPT_TRAIN: o->train = 1; return 0;
+    case OPT_TUNE: o->tune = 1; return 0;
     case OPT_BUCKET_BYTES:
         if (parse_size(arg, &o->bucket_bytes))
             return bad(err, "--bucket-bytes '%s': expected a size in bytes such as 25M", arg);
@@ -357,7 +362,7 @@ int bench_parse_options(int argc, char **argv, options_t *o, char *err)
         {"buckets", required_argument, NULL, OPT_BUCKETS},
         {"bucket-bytes", required_argument, NULL, OPT_BUCKET_BYTES},
         {"compute-us", required_argument, NULL, OPT_COMPUTE_US},
-        {"compute-sms", required_argument, NULL, OPT_COMPUTE_SMS},
+        {"compute-sms", required_argument, NULL, OPT_COMPUTE_SMS}, {"tune", no_argument, NULL, OPT_TUNE},
         {NULL, 0, NULL, 0}};
     int opt, dtype_given = 0;
 
@@ -438,6 +443,9 @@ int bench_resolve_mode(bench_t *b, char *err)
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->sync && (!b->device || o->graph))
         return bad(err, "--sync needs device buffers (-m device) and eager calls (no --graph)");
+    if (o->tune && (b->device || o->split || o->decode || o->train || o->csv || o->json || o->json_file))
+        return bad(err, "--tune times host buffers only (add -m host) and takes none of --split, --decode, "
+                        "--train, --csv, --json, --json-file");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
         return bad(err, "--split needs hiar in --impl");
     if (o->reg && (!b->device || !(o->impls & IMPL_BIT(IMPL_HIAR))))

@@ -70,6 +70,7 @@ typedef struct {
     size_t bucket_bytes; /* bytes per bucket; -b and -e are set to it */
     int compute_us;      /* per backward kernel; 0: as long as hiar's comm-only time over buckets */
     int compute_sms;     /* blocks per backward kernel */
+    int tune;            /* --tune: hiar's crossovers measured and cached (HIAR_TUNE=1), nothing else */
 } options_t;
 
 /* Ordered: ranks agree on the worst status so that they all take one branch. */

@@ -465,6 +465,25 @@ static int run_sizes(bench_t *b)
     return status;
 }
 
+/* --tune: a comm that measures its crossovers now and writes the cache; rank 0 prints how it chose. */
+static int run_tune(const bench_t *b)
+{
+    hiar_config_t cfg = HIAR_CONFIG_INIT;
+    hiar_comm_t *comm;
+    hiar_result_t rc;
+
+    cfg.settings = "HIAR_TUNE=1";
+    if ((rc = hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm)) != HIAR_SUCCESS) {
+        if (b->rank == 0)
+            fprintf(stderr, "hiar-bench --tune: hiar_comm_create: %s: %s\n", hiar_strerror(rc), hiar_last_error());
+        return 1;
+    }
+    if (b->rank == 0)
+        hiar_comm_describe(comm, stdout);
+    hiar_comm_destroy(comm);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_t b = {0};
@@ -488,6 +507,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "hiar-bench: %s\nTry 'hiar-bench --help'.\n", err);
         MPI_Finalize();
         return rc == 1 ? 0 : 2;
+    }
+    if (b.opt.tune) {
+        rc = run_tune(&b);
+        MPI_Finalize();
+        return rc;
     }
     setup(&b);
     rc = split_setup(&b, err);

@@ -2,10 +2,12 @@
  * hiar-info: what this build of hiar is and how it is configured, like
  * ompi_info: version, build options, every parameter with its value and
  * where that value came from, and the GPU topology with the grouping hiar
- * would choose (--topo), for this machine or one modelled by a sysfs tree.
+ * would choose (--topo), for this machine or one modelled by a sysfs tree,
+ * and the crossovers tuned and cached on this machine (--tune).
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "topo/nvml.h"
 #endif
 #include "base/settings.h"
+#include "core/tune_cache.h"
 #include "net/mpidev.h"
 #include "topo/topo.h"
 
@@ -84,6 +87,70 @@ static int print_params(void)
                info->choices);
     }
     hiar_params_free(&p);
+    return 0;
+}
+
+/* One tuning cache file: its signature and choices, or why hiar_comm_create would ignore it. */
+static void print_cache_file(const char *path)
+{
+    hiar_tune_limits_t l;
+    char why[3400], sig[1600] = "";
+    hiar_tune_cache_t st = hiar_tune_cache_read(path, NULL, &l, why, sizeof(why), sig, sizeof(sig));
+
+    printf("%s\n", path);
+    if (st == HIAR_TUNE_CACHE_ABSENT) {
+        printf("  absent (HIAR_TUNE=1 or hiar-bench --tune -m host writes it)\n");
+        return;
+    }
+    printf("  signature: %s\n", sig[0] ? sig : "(none)");
+    if (st == HIAR_TUNE_CACHE_LOADED)
+        printf("  host buffers: oneshot up to %zu bytes in one group, hier-oneshot up to %zu bytes over groups\n",
+               l.shm_oneshot_max, l.hier_oneshot_max);
+    else
+        printf("  ignored: %s\n", why);
+}
+
+/* --tune: HIAR_TUNE_CACHE, else every tune-*.txt of the cache folder. */
+static int print_tune(void)
+{
+    hiar_params_t p;
+    char path[1024], *slash;
+    int n = 0;
+    DIR *d;
+    struct dirent *e;
+
+    if (hiar_params_load(&p, NULL) != HIAR_SUCCESS) {
+        fprintf(stderr, "hiar-info: %s\n", hiar_last_error());
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s", p.v[HIAR_P_TUNE_CACHE].text);
+    hiar_params_free(&p);
+    printf("tuning (HIAR_TUNE): host-buffer crossovers; device candidates are not tuned yet\n");
+    if (path[0]) {
+        print_cache_file(path);
+        return 0;
+    }
+    if (hiar_tune_default_path("", path, sizeof(path)) != HIAR_SUCCESS) {
+        printf("  no cache folder: %s\n", hiar_last_error());
+        return 0;
+    }
+    slash = strrchr(path, '/');
+    *slash = '\0';
+    printf("cache folder: %s\n", path);
+    if ((d = opendir(path)) != NULL) {
+        while ((e = readdir(d)) != NULL) {
+            size_t len = strlen(e->d_name);
+            char file[1300];
+            if (strncmp(e->d_name, "tune-", 5) != 0 || len < 9 || strcmp(e->d_name + len - 4, ".txt") != 0)
+                continue;
+            snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+            print_cache_file(file);
+            n++;
+        }
+        closedir(d);
+    }
+    if (n == 0)
+        printf("  no cached choices (HIAR_TUNE=1 or hiar-bench --tune -m host writes them)\n");
     return 0;
 }
 
@@ -250,10 +317,12 @@ static int print_topo(const topo_options_t *o)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: hiar-info [--build] [--params] [--topo [--sysfs-root DIR] [--gpus BDF,BDF,...]\n"
+            "usage: hiar-info [--build] [--params] [--tune] [--topo [--sysfs-root DIR] [--gpus BDF,...]\n"
             "                 [--level LEVEL] [--no-p2p] [--json]]\n"
             "  --build            version and build options\n"
             "  --params           every HIAR_* parameter: type, scope, value, where it came from, meaning\n"
+            "  --tune             the tuned choices cached on this machine (HIAR_TUNE_CACHE, else every\n"
+            "                     file of the cache folder), each with its signature, or why it is ignored\n"
             "  --topo             the GPUs of this machine, their PCI topology, and the groups\n"
             "                     hiar forms (one rank per GPU)\n"
             "  --sysfs-root DIR   read the PCI topology under DIR instead of HIAR_SYSFS_ROOT (/sys)\n"
@@ -287,7 +356,7 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
 }
 
 /* 0: run; 1: help printed, exit 0; 2: bad usage. */
-static int parse_args(int argc, char **argv, int *build, int *params, int *topo,
+static int parse_args(int argc, char **argv, int *build, int *params, int *topo, int *tune,
                       topo_options_t *o)
 {
     for (int i = 1; i < argc; i++) {
@@ -296,6 +365,8 @@ static int parse_args(int argc, char **argv, int *build, int *params, int *topo,
             *build = 1;
         } else if (strcmp(a, "--params") == 0) {
             *params = 1;
+        } else if (strcmp(a, "--tune") == 0) {
+            *tune = 1;
         } else if (strcmp(a, "--topo") == 0) {
             *topo = 1;
         } else if (strcmp(a, "--no-p2p") == 0) {
@@ -321,12 +392,12 @@ static int parse_args(int argc, char **argv, int *build, int *params, int *topo,
 int main(int argc, char **argv)
 {
     topo_options_t topo_opts = {0};
-    int build = 0, params = 0, topo = 0, rc;
+    int build = 0, params = 0, topo = 0, tune = 0, rc;
 
-    rc = parse_args(argc, argv, &build, &params, &topo, &topo_opts);
+    rc = parse_args(argc, argv, &build, &params, &topo, &tune, &topo_opts);
     if (rc)
         return rc == 1 ? 0 : 2;
-    if (!build && !params && !topo)
+    if (!build && !params && !topo && !tune)
         build = params = 1;
     int mpi_thread_level;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
@@ -340,6 +411,10 @@ int main(int argc, char **argv)
         printf("\n");
     if (topo && rc == 0)
         rc = print_topo(&topo_opts);
+    if (tune && (build || params || topo))
+        printf("\n");
+    if (tune && rc == 0)
+        rc = print_tune();
     MPI_Finalize();
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "core/gpu.h"
 #include "core/groups.h"
 #include "core/plan.h"
+#include "core/tune_cache.h"
 #include "net/mpidev.h"
 
 struct hiar_comm {
@@ -19,6 +20,7 @@ struct hiar_comm {
     hiar_gpu_t *gpu;  /* device buffers; NULL without a GPU (or without CUDA) */
     void *scratch;    /* HIAR_MPI_SCRATCH_BYTES where MPI reduces (the MPI path) */
     hiar_mpi_device_t mpi_device; /* whether MPI point-to-point takes device pointers (HIAR_MPI_DEVICE) */
+    hiar_tune_t tune;             /* the crossovers tuned at creation, and where they came from (core/tune.h) */
 
     atomic_int busy;      /* a call is running on this comm */
     atomic_int abort;     /* hiar_comm_abort asks running waits to stop */

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/run.h"
+#include "core/tune.h"
 #include "net/coll.h"
 
 /*
@@ -60,7 +61,8 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
     static const hiar_param_id_t agreed[] = {HIAR_P_GROUPS,      HIAR_P_GROUP_LEVEL, HIAR_P_ALGO,
                                              HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE, HIAR_P_MAX_BLOCKS,
-                                             HIAR_P_BETWEEN,     HIAR_P_PINNED,      HIAR_P_CHECK};
+                                             HIAR_P_BETWEEN,     HIAR_P_PINNED,      HIAR_P_CHECK,
+                                             HIAR_P_TUNE};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[N], lo[N], hi[N];
 
@@ -184,6 +186,8 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
     rc = hiar_net_agree(comm->mpi, hiar_params_load(&comm->params, cfg ? cfg->settings : NULL), "hiar_comm_create");
     if (rc == HIAR_SUCCESS)
         rc = hiar_net_agree(comm->mpi, comm_setup(comm), "hiar_comm_create");
+    if (rc == HIAR_SUCCESS) /* on the connected transports: it times real calls */
+        rc = hiar_net_agree(comm->mpi, hiar_tune_comm(comm), "hiar_comm_create");
     if (rc == HIAR_SUCCESS)
         rc = hiar_comm_register(comm);
     if (rc != HIAR_SUCCESS) {

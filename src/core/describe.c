@@ -36,6 +36,41 @@ static void describe_paths(const hiar_comm_t *comm, FILE *out)
              l.shm_slot);
 }
 
+/* The measured table: us per call, max over ranks; '*' marks the candidate the chosen limit takes at each size. */
+static void describe_table(const hiar_tune_t *t, FILE *out)
+{
+    const hiar_tune_table_t *tb = &t->table;
+
+    EMIT(out, "  tuning table (us per call, max over ranks; * the path taken; - dropped or not timed):");
+    EMIT(out, "  %10s %14s %14s", "bytes", tb->names[0], tb->names[1]);
+    for (int i = 0; i < tb->nsizes; i++) {
+        char cell[HIAR_TUNE_NCAND][32];
+        int taken = hiar_tune_size(i) <= t->chosen ? 0 : 1;
+        for (int k = 0; k < HIAR_TUNE_NCAND; k++)
+            if (tb->dropped[k] || tb->us[k][i] < 0)
+                snprintf(cell[k], sizeof(cell[k]), "-");
+            else
+                snprintf(cell[k], sizeof(cell[k]), "%s%.1f", k == taken ? "*" : "", tb->us[k][i]);
+        EMIT(out, "  %10zu %14s %14s", hiar_tune_size(i), cell[0], cell[1]);
+    }
+}
+
+/* Where the crossovers came from: "tuning: cache <path>", "measured in 0.8 s", "built-in thresholds". */
+static void describe_tuning(const hiar_comm_t *comm, FILE *out)
+{
+    const hiar_tune_t *t = &comm->tune;
+
+    if (t->from == HIAR_TUNED_CACHE)
+        EMIT(out, "  tuning: cache %s", t->path);
+    else if (t->from == HIAR_TUNED_MEASURED)
+        EMIT(out, "  tuning: measured in %.2f s (%s up to %zu bytes), cache %s", t->seconds, t->table.names[0],
+             t->chosen, t->path[0] ? t->path : "not written");
+    else
+        EMIT(out, "  tuning: built-in thresholds (%s)", t->why);
+    if (t->measured)
+        describe_table(t, out);
+}
+
 #ifdef HIAR_HAVE_CUDA
 /* What device buffers take, from the same limits as the plan. */
 static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
@@ -83,6 +118,7 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  group %d: ranks %s  transport %s", i, members, hiar_group_size(g, i) > 1 ? "shm" : "none");
     }
     describe_paths(comm, out);
+    describe_tuning(comm, out);
     EMIT(out, "  mpi device pointers: %s (%s)", comm->mpi_device.yes ? "yes" : "no", comm->mpi_device.why);
 #ifdef HIAR_HAVE_CUDA
     {

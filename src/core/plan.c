@@ -24,7 +24,10 @@ int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
-    size_t hier = in->oneshot_max ? in->oneshot_max : HIAR_HIER_ONESHOT_MAX_DEFAULT;
+    /* HIAR_ONESHOT_MAX wins over tuning, tuning over the built-in thresholds. */
+    size_t hier = in->oneshot_max ? in->oneshot_max
+                  : in->tuned     ? in->tuned_hier_oneshot_max
+                                  : HIAR_HIER_ONESHOT_MAX_DEFAULT;
     size_t ll = in->oneshot_max ? in->oneshot_max
                 : in->pinned    ? HIAR_PINNED_LL_MAX
                                 : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
@@ -32,7 +35,9 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     out->shm_slot = in->slot_bytes ? in->slot_bytes : HIAR_SHM_SLOT_DEFAULT;
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
     out->pinned_slot = in->slot_bytes ? in->slot_bytes : HIAR_PINNED_SLOT_DEFAULT;
-    out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max
+                           : in->tuned     ? in->tuned_shm_oneshot_max
+                                           : HIAR_SHM_ONESHOT_MAX_DEFAULT;
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
     out->ipc_ll_max = ll < in->ipc_ll_max ? ll : in->ipc_ll_max;

@@ -11,7 +11,7 @@
 
 #include "base/call.h"
 
-/* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0. */
+/* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0 and nothing is tuned. */
 #define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
 /* The same over several groups: hier-oneshot sends the whole message over
  * MPI, which must stay within Open MPI's eager limit (vader: 4 KB) to beat
@@ -72,6 +72,8 @@ typedef struct {
     int device_nshards; /* the device side's shards between groups */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
+    int tuned;          /* the next two hold tuning's crossovers (core/tune.h: the same on every rank) */
+    size_t tuned_shm_oneshot_max, tuned_hier_oneshot_max; /* host buffers; 0: never one-shot */
 } hiar_plan_input_t;
 
 /* The defaults and thresholds of a comm, resolved. */

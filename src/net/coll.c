@@ -48,6 +48,12 @@ hiar_result_t hiar_net_max(MPI_Comm comm, int *v, int n)
     return HIAR_SUCCESS;
 }
 
+hiar_result_t hiar_net_max_double(MPI_Comm comm, double *v, int n)
+{
+    HIAR_MPI_CHECK(PMPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, comm));
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_net_allgather(MPI_Comm comm, const void *mine, size_t bytes, void *all, const char *what)
 {
     int rc = PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm);

@@ -27,6 +27,7 @@ hiar_result_t hiar_net_bounds(MPI_Comm comm, const long long *v, long long *lo, 
 /* In place over the ranks: v[i] = min (hiar_net_min) or max (hiar_net_max) of v[i]. */
 hiar_result_t hiar_net_min(MPI_Comm comm, int *v, int n);
 hiar_result_t hiar_net_max(MPI_Comm comm, int *v, int n);
+hiar_result_t hiar_net_max_double(MPI_Comm comm, double *v, int n);
 
 /* all = every rank's `bytes` of mine, in rank order; what names it in a failure. */
 hiar_result_t hiar_net_allgather(MPI_Comm comm, const void *mine, size_t bytes, void *all, const char *what);

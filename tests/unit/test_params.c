@@ -388,6 +388,9 @@ static const struct {
     {HIAR_P_MPI_DEVICE, "auto", HIAR_MPIDEV_AUTO},
     {HIAR_P_MPI_DEVICE, "0", HIAR_MPIDEV_NO},
     {HIAR_P_MPI_DEVICE, "1", HIAR_MPIDEV_YES},
+    {HIAR_P_TUNE, "0", HIAR_TUNE_OFF},
+    {HIAR_P_TUNE, "1", HIAR_TUNE_ON},
+    {HIAR_P_TUNE, "auto", HIAR_TUNE_AUTO},
 };
 enum { NENUM_CONSTANTS = sizeof(enum_constants) / sizeof(enum_constants[0]) };
 

@@ -456,3 +456,37 @@ Test(ipc, blocks_cap_fits)
                           "%u SMs x %u, %u sharers: %u blocks each leaves room", sms, per_sm, sharers, cap);
             }
 }
+
+/* Tuned crossovers (core/tune.h) replace the built-in ones on host buffers; HIAR_ONESHOT_MAX wins over them. */
+Test(plan, tuned_limits)
+{
+    hiar_plan_input_t in = {0};
+    hiar_plan_limits_t l;
+
+    in.nranks = 4;
+    in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = 4;
+    in.tuned = 1;
+    in.tuned_shm_oneshot_max = 0; /* never one-shot */
+    in.tuned_hier_oneshot_max = 64 * K;
+    in.bytes = 8;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_TWOSHOT);
+    in.tuned_shm_oneshot_max = 256 * K;
+    in.bytes = 256 * K;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_ONESHOT);
+    in.oneshot_max = 4 * K;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_TWOSHOT, "HIAR_ONESHOT_MAX wins over tuning");
+    in.oneshot_max = 0;
+    in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = 2;
+    in.bytes = 64 * K;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_HIER_ONESHOT);
+    /* Still within the MPI scratch, whatever was tuned. */
+    in.tuned_hier_oneshot_max = 64 * M;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.hier_oneshot_max, HIAR_MPI_SCRATCH_BYTES / 3);
+    in.tuned = 0;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.hier_oneshot_max, HIAR_HIER_ONESHOT_MAX_DEFAULT);
+    cr_expect_eq(l.shm_oneshot_max, HIAR_SHM_ONESHOT_MAX_DEFAULT);
+}

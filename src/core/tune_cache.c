@@ -1,0 +1,273 @@
+/* Tuning's pure parts: the ladder, the choice from a timing table, the signature and the cache file. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "core/tune_cache.h"
+
+size_t hiar_tune_size(int i)
+{
+    return HIAR_TUNE_MIN_BYTES << (2 * i);
+}
+
+/* The cost of "small path up to limit": sizes on a dropped candidate, then the sum of time / best time. */
+typedef struct {
+    int drops;
+    double ratio;
+} cost_t;
+
+static cost_t cost_of(const hiar_tune_table_t *t, size_t limit)
+{
+    cost_t c = {0, 0.0};
+
+    for (int i = 0; i < t->nsizes; i++) {
+        int k = hiar_tune_size(i) <= limit ? 0 : 1;
+        double best = -1.0;
+        if (t->dropped[k]) {
+            c.drops++;
+            continue;
+        }
+        for (int j = 0; j < HIAR_TUNE_NCAND; j++)
+            if (!t->dropped[j] && t->us[j][i] > 0 && (best < 0 || t->us[j][i] < best))
+                best = t->us[j][i];
+        if (best > 0 && t->us[k][i] > 0)
+            c.ratio += t->us[k][i] / best;
+    }
+    return c;
+}
+
+static int cheaper(cost_t a, cost_t b)
+{
+    return a.drops != b.drops ? a.drops < b.drops : a.ratio < b.ratio;
+}
+
+size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def)
+{
+    size_t best = def;
+    cost_t least = cost_of(t, def);
+
+    /* def first: another limit must cost less by the margin; then 0 and the ladder upwards. */
+    least.ratio *= 1.0 - HIAR_TUNE_MARGIN;
+    for (int i = -1; i < t->nsizes; i++) {
+        size_t limit = i < 0 ? 0 : hiar_tune_size(i);
+        cost_t c = cost_of(t, limit);
+        if (cheaper(c, least)) {
+            least = c;
+            best = limit;
+        }
+    }
+    return best;
+}
+
+hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t len)
+{
+    char groups[256] = "";
+    size_t n = 0;
+    int w;
+
+    for (int g = 0; g < f->ngroups && n < sizeof(groups); g++)
+        n += (size_t)snprintf(groups + n, sizeof(groups) - n, "%s%d", g ? "," : "", f->group_sizes[g]);
+    /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split. */
+    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s gpu=%s mpi=%s", hiar_version(),
+                 f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->gpu, f->mpi);
+    if (w < 0 || (size_t)w >= len || n >= sizeof(groups))
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "the tuning signature needs more than %zu bytes", len);
+    for (char *c = out; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    return HIAR_SUCCESS;
+}
+
+unsigned long long hiar_tune_hash(const char *s)
+{
+    unsigned long long h = 14695981039346656037ull;
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+hiar_result_t hiar_tune_default_path(const char *signature, char *out, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int w;
+
+    if (xdg && *xdg)
+        w = snprintf(out, len, "%s/hiar/tune-%016llx.txt", xdg, hiar_tune_hash(signature));
+    else if (home && *home)
+        w = snprintf(out, len, "%s/.cache/hiar/tune-%016llx.txt", home, hiar_tune_hash(signature));
+    else
+        return hiar_error_set(HIAR_INVALID_ARGUMENT,
+                              "no tuning cache folder: neither XDG_CACHE_HOME nor HOME is set; set HIAR_TUNE_CACHE");
+    if (w < 0 || (size_t)w >= len)
+        return hiar_error_set(HIAR_INVALID_ARGUMENT, "the tuning cache path is longer than %zu bytes", len);
+    return HIAR_SUCCESS;
+}
+
+/* mkdir -p of path's folder, each made 0700 (existing ones are left as they are). */
+static hiar_result_t make_folders(const char *path)
+{
+    char dir[1024];
+
+    if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+        return hiar_error_set(HIAR_INVALID_ARGUMENT, "tuning cache path %s is too long", path);
+    for (char *c = dir + 1; *c; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+            return hiar_error_set(HIAR_SYSTEM_ERROR, "cannot make folder %s for the tuning cache: %s", dir,
+                                  strerror(errno));
+        *c = '/';
+    }
+    return HIAR_SUCCESS;
+}
+
+static void write_table(FILE *f, const hiar_tune_table_t *t)
+{
+    fprintf(f, "# bytes %s %s (us per call, max over ranks; -1: not timed or dropped)\n", t->names[0], t->names[1]);
+    for (int i = 0; i < t->nsizes; i++)
+        fprintf(f, "# %zu %.2f %.2f\n", hiar_tune_size(i), t->dropped[0] ? -1.0 : t->us[0][i],
+                t->dropped[1] ? -1.0 : t->us[1][i]);
+}
+
+static hiar_result_t write_file(int fd, const char *tmp, const char *signature, const hiar_tune_limits_t *l,
+                                const hiar_tune_table_t *table, double seconds)
+{
+    FILE *f = fdopen(fd, "w");
+    int ok;
+
+    if (!f) {
+        close(fd);
+        return hiar_error_set(HIAR_SYSTEM_ERROR, "cannot write the tuning cache %s: %s", tmp, strerror(errno));
+    }
+    fprintf(f, "# hiar tuning cache (HIAR_TUNE=1 or hiar-bench --tune wrote it); delete it to tune again\n");
+    fprintf(f, "version %s\nsignature %s\n", hiar_version(), signature);
+    fprintf(f, "shm_oneshot_max %zu\nhier_oneshot_max %zu\nmeasured_s %.3f\n", l->shm_oneshot_max,
+            l->hier_oneshot_max, seconds);
+    if (table)
+        write_table(f, table);
+    ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? HIAR_SUCCESS
+              : hiar_error_set(HIAR_SYSTEM_ERROR, "cannot write the tuning cache %s: %s", tmp, strerror(errno));
+}
+
+hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, const hiar_tune_limits_t *l,
+                                    const hiar_tune_table_t *table, double seconds)
+{
+    char tmp[1100];
+    hiar_result_t rc;
+    int fd;
+
+    HIAR_CHECK(make_folders(path));
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return hiar_error_set(HIAR_SYSTEM_ERROR, "cannot create the tuning cache's temporary file %s: %s", tmp,
+                              strerror(errno));
+    rc = write_file(fd, tmp, signature, l, table, seconds);
+    if (rc == HIAR_SUCCESS && rename(tmp, path) != 0)
+        rc = hiar_error_set(HIAR_SYSTEM_ERROR, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    if (rc != HIAR_SUCCESS)
+        unlink(tmp);
+    return rc;
+}
+
+/* A whole decimal size in [0, HIAR_TUNE_LIMIT_MAX]. */
+static int parse_limit(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (*text < '0' || *text > '9')
+        return 0;
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno || *end || v > HIAR_TUNE_LIMIT_MAX)
+        return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+typedef struct {
+    char version[64], signature[1600]; /* tune.c's signatures are at most 1536 */
+    int nlimits; /* bit 0 shm, bit 1 hier */
+    hiar_tune_limits_t l;
+} cache_file_t;
+
+/* One "key value" line into c; 0 where it is not one this reader knows, or its value is bad. */
+static int parse_line(char *line, cache_file_t *c)
+{
+    char *value = strchr(line, ' ');
+
+    line[strcspn(line, "\n")] = '\0';
+    if (!value)
+        return 0;
+    *value++ = '\0';
+    if (strcmp(line, "version") == 0)
+        return snprintf(c->version, sizeof(c->version), "%s", value) < (int)sizeof(c->version);
+    if (strcmp(line, "signature") == 0)
+        return snprintf(c->signature, sizeof(c->signature), "%s", value) < (int)sizeof(c->signature);
+    if (strcmp(line, "shm_oneshot_max") == 0)
+        return parse_limit(value, &c->l.shm_oneshot_max) && (c->nlimits |= 1);
+    if (strcmp(line, "hier_oneshot_max") == 0)
+        return parse_limit(value, &c->l.hier_oneshot_max) && (c->nlimits |= 2);
+    return strcmp(line, "measured_s") == 0;
+}
+
+static hiar_tune_cache_t ignored(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static hiar_tune_cache_t ignored(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return HIAR_TUNE_CACHE_IGNORED;
+}
+
+hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, hiar_tune_limits_t *l,
+                                       char *why, size_t whylen, char *signature_out, size_t siglen)
+{
+    FILE *f = fopen(path, "r");
+    cache_file_t c = {0};
+    char line[1700];
+    int n = 0, bad = 0;
+
+    if (!f) {
+        int err = errno;
+        snprintf(why, whylen, "%s", strerror(err));
+        return err == ENOENT ? HIAR_TUNE_CACHE_ABSENT : ignored(why, whylen, "cannot read it: %s", strerror(err));
+    }
+    while (!bad && fgets(line, sizeof(line), f)) {
+        n++;
+        if (line[0] != '#' && line[0] != '\n')
+            bad = !strchr(line, '\n') || !parse_line(line, &c);
+    }
+    fclose(f);
+    if (signature_out)
+        snprintf(signature_out, siglen, "%s", c.signature);
+    if (bad)
+        return ignored(why, whylen, "corrupt at line %d (expected \"key value\": version, signature, "
+                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s)",
+                       n, HIAR_TUNE_LIMIT_MAX);
+    if (!c.version[0] || !c.signature[0] || c.nlimits != 3)
+        return ignored(why, whylen, "corrupt: it lacks %s",
+                       !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit");
+    if (strcmp(c.version, hiar_version()) != 0)
+        return ignored(why, whylen, "written by hiar %s, this is %s", c.version, hiar_version());
+    if (signature && strcmp(c.signature, signature) != 0)
+        return ignored(why, whylen, "of another signature (%s; this comm's: %s)", c.signature, signature);
+    *l = c.l;
+    return HIAR_TUNE_CACHE_LOADED;
+}

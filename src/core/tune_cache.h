@@ -1,0 +1,113 @@
+/*
+ * What tuning at creation decides, and the parts of it that need no MPI: the
+ * size ladder, the choice of a crossover from an agreed timing table (a pure
+ * function, so every rank holding the same table picks alike), the
+ * signature of what the choice depends on, and the cache file keyed by it.
+ * The measurement itself is core/tune.h.
+ *
+ * Tuned now: host buffers' crossovers, one-shot against two-shot in one
+ * group (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
+ * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT).  Device candidates (LL,
+ * push, pull, two-shot kernels) are not measured yet.
+ */
+#ifndef HIAR_CORE_TUNE_CACHE_H
+#define HIAR_CORE_TUNE_CACHE_H
+
+#include <stddef.h>
+
+#include "hiar.h"
+
+/* The ladder: 256 B to 1 MB by x4 (7 sizes). */
+#define HIAR_TUNE_NSIZES 7
+#define HIAR_TUNE_MIN_BYTES ((size_t)256)
+/* The candidates of one crossover: [0] the small-message path (one-shot), [1] the large one. */
+#define HIAR_TUNE_NCAND 2
+/* The built-in limit stays unless another saves more than this part of its
+ * cost: the issue's bound (tuned never > 3% slower), and timings on a busy
+ * host move by more (2 ranks on 2 cores: 256 KB one-shot 105 us in one run). */
+#define HIAR_TUNE_MARGIN 0.03
+/* A cached limit above this is refused: past the ladder's top, by far. */
+#define HIAR_TUNE_LIMIT_MAX ((size_t)64 << 20)
+
+typedef enum { HIAR_TUNED_DEFAULTS, HIAR_TUNED_CACHE, HIAR_TUNED_MEASURED } hiar_tune_from_t;
+
+/* The crossovers the plan takes (core/plan.h's tuned_* inputs); 0: never the small path. */
+typedef struct {
+    size_t shm_oneshot_max;
+    size_t hier_oneshot_max;
+} hiar_tune_limits_t;
+
+/* One crossover's timings, agreed over the ranks (the max of each rank's mean). */
+typedef struct {
+    const char *names[HIAR_TUNE_NCAND]; /* "oneshot", "twoshot"; "hier-oneshot", "hier" */
+    double us[HIAR_TUNE_NCAND][HIAR_TUNE_NSIZES]; /* microseconds per call; < 0: not timed */
+    int dropped[HIAR_TUNE_NCAND];                 /* failed the canary: never chosen */
+    int nsizes;                                   /* ladder sizes timed (the time bound may stop it early) */
+} hiar_tune_table_t;
+
+/* A comm's tuning: where its limits came from, for the plan and hiar_comm_describe. */
+typedef struct {
+    hiar_tune_from_t from;
+    hiar_tune_limits_t limits; /* unless from == HIAR_TUNED_DEFAULTS */
+    int measured;              /* table holds a measurement (from == HIAR_TUNED_MEASURED) */
+    hiar_tune_table_t table;
+    size_t chosen;             /* the table's chosen limit */
+    double seconds;            /* the measurement's */
+    char path[512];            /* the cache file read or written ("" if none) */
+    char why[200];             /* HIAR_TUNED_DEFAULTS: why */
+} hiar_tune_t;
+
+/* Ladder size i (0 .. HIAR_TUNE_NSIZES - 1). */
+size_t hiar_tune_size(int i);
+
+/*
+ * The crossover from an agreed table: the limit L (0, a ladder size, or
+ * def) for which "small path up to L" takes a dropped candidate at the
+ * fewest sizes, then costs the least, summed over the timed sizes as time
+ * over the best time of that size.  A limit other than def must cost
+ * HIAR_TUNE_MARGIN less than def; ties between others go to the smaller L.
+ */
+size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def);
+
+/* What the choice depends on, for the signature; strings never NULL ("none"). */
+typedef struct {
+    int nranks;
+    int ngroups;
+    const int *group_sizes; /* [ngroups] of the host grouping */
+    int nhosts;
+    const char *host_transport;   /* "shm" or "none" */
+    const char *device_transport; /* "ipc", "pinned", ... or "none" */
+    const char *mpi;              /* MPI_Get_library_version's first line */
+    const char *gpu;              /* "H200 sm=132 driver=..." or "none" */
+} hiar_tune_facts_t;
+
+/* The signature, one line: "hiar=0.1.0 ranks=4 groups=2,2 hosts=1 ...". */
+hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t len);
+
+/* FNV-1a, 64 bits, of a signature: its cache file's name, and the ranks' comparison of theirs. */
+unsigned long long hiar_tune_hash(const char *signature);
+
+/* The default cache file of a signature: $XDG_CACHE_HOME/hiar/tune-<hash>.txt, else ~/.cache/hiar/... */
+hiar_result_t hiar_tune_default_path(const char *signature, char *out, size_t len);
+
+/*
+ * Writes the cache atomically: a temporary file of this pid in the same
+ * folder, mode 0600, fsync, rename (two writers at once leave one whole
+ * file); missing folders are made 0700.  table may be NULL.
+ */
+hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, const hiar_tune_limits_t *l,
+                                    const hiar_tune_table_t *table, double seconds);
+
+typedef enum { HIAR_TUNE_CACHE_ABSENT, HIAR_TUNE_CACHE_IGNORED, HIAR_TUNE_CACHE_LOADED } hiar_tune_cache_t;
+
+/*
+ * Reads the cache at path for signature (NULL: any signature, as hiar-info
+ * lists them): LOADED with *l, ABSENT where there is no file, IGNORED where
+ * it is corrupt, of another hiar version or another signature, or holds a
+ * limit out of range (why says which; the caller logs it).  signature_out,
+ * when not NULL, gets the file's signature.
+ */
+hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, hiar_tune_limits_t *l,
+                                       char *why, size_t whylen, char *signature_out, size_t siglen);
+
+#endif
