@@ -54,7 +54,7 @@ typedef struct {
     size_t chosen;             /* the table's chosen limit */
     double seconds;            /* the measurement's */
     char path[512];            /* the cache file read or written ("" if none) */
-    char why[200];             /* HIAR_TUNED_DEFAULTS: why */
+    char why[600];             /* HIAR_TUNED_DEFAULTS: why (room for a path) */
 } hiar_tune_t;
 
 /* Ladder size i (0 .. HIAR_TUNE_NSIZES - 1). */
