@@ -231,8 +231,9 @@ static hiar_result_t add_piece(job_build_t *b, char *data, size_t bytes)
     int i = b->job.npieces;
     hiar_hosts_piece_t *k = &b->kernel.piece[i];
 
-    b->job.piece[i] = (hiar_progress_piece_t){NULL, NULL, bytes, b->link, NULL};
     *k = (hiar_hosts_piece_t){data, NULL, NULL, stride_of(bytes), bytes, NULL};
+    /* The thread places the others' pieces where the kernel reads them: the same stride. */
+    b->job.piece[i] = (hiar_progress_piece_t){NULL, NULL, bytes, k->stride, b->link, NULL};
     b->stride_sum += k->stride;
     b->job.npieces = b->kernel.npieces = i + 1;
     return i + 1 == HOSTS_JOB_PIECES ? flush(b) : HIAR_SUCCESS;

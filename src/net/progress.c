@@ -74,7 +74,7 @@ static hiar_result_t post_piece(hiar_progress_t *p, int slot, int i, piece_state
 
     s->nreq = 0;
     for (int r = 0; r < n; r++) {
-        char *into = (char *)pc->recv + (size_t)(r < me ? r : r - 1) * pc->bytes;
+        char *into = (char *)pc->recv + (size_t)(r < me ? r : r - 1) * pc->stride;
         if (r != me)
             HIAR_CHECK(port->irecv(port->ctx, pc->link, r, tag, into, pc->bytes, &s->req[s->nreq++]));
     }
@@ -278,9 +278,11 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
                               job->tag, port->max_tag);
     for (int i = 0; i < job->npieces; i++) {
         int n = port->size(port->ctx, job->piece[i].link);
-        if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || job->piece[i].bytes > (size_t)INT32_MAX)
+        if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || job->piece[i].bytes > (size_t)INT32_MAX ||
+            job->piece[i].stride < job->piece[i].bytes)
             return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: piece %d links %d ranks (2 to %d expected) with %zu "
-                                                 "bytes", i, n, HIAR_PROGRESS_MAX_LINK, job->piece[i].bytes);
+                                                 "bytes %zu apart", i, n, HIAR_PROGRESS_MAX_LINK, job->piece[i].bytes,
+                                  job->piece[i].stride);
     }
     return HIAR_SUCCESS;
 }

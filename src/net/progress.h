@@ -56,8 +56,9 @@ typedef struct {
 
 typedef struct {
     const void *send;          /* `bytes` sent to every other rank of the link */
-    void *recv;                /* (link size - 1) x bytes: the others' pieces in their rank order */
+    void *recv;                /* the others' pieces in their rank order, stride apart */
     size_t bytes;              /* at most INT_MAX */
+    size_t stride;             /* >= bytes */
     int link;                  /* the port's link: which ranks exchange this piece */
     hiar_piece_flags_t *flags; /* host address */
 } hiar_progress_piece_t;

@@ -25,6 +25,8 @@
 #define MAX_RANKS 4
 #define PIECES 5
 #define PIECE_BYTES 1000 /* not a multiple of anything: offsets must be exact */
+#define RECV_STRIDE 1040 /* the others' pieces lie this far apart; the gaps must stay untouched */
+#define GAP 0xEE
 
 /* ---- the fake network ---- */
 
@@ -148,7 +150,7 @@ typedef struct {
     hiar_progress_t *engine;
     hiar_piece_flags_t flags[4][PIECES];
     unsigned char send[4][PIECES][PIECE_BYTES];
-    unsigned char recv[4][PIECES][MAX_RANKS - 1][PIECE_BYTES];
+    unsigned char recv[4][PIECES][(MAX_RANKS - 1) * RECV_STRIDE];
     int wrong, timed_out;
     hiar_result_t submit_rc;
 } rank_t;
@@ -163,7 +165,7 @@ static hiar_progress_job_t job_of(rank_t *r, int slot)
     hiar_progress_job_t job = {slot, slot, r->persistent, PIECES, {{0}}};
 
     for (int i = 0; i < PIECES; i++)
-        job.piece[i] = (hiar_progress_piece_t){r->send[slot][i], r->recv[slot][i], PIECE_BYTES, 0,
+        job.piece[i] = (hiar_progress_piece_t){r->send[slot][i], r->recv[slot][i], PIECE_BYTES, RECV_STRIDE, 0,
                                                &r->flags[slot][i]};
     return job;
 }
@@ -189,9 +191,11 @@ static void check_round(rank_t *r, int slot, int round)
             const unsigned char *got;
             if (from == r->me)
                 continue;
-            got = r->recv[slot][i][from < r->me ? from : from - 1];
+            got = r->recv[slot][i] + (size_t)(from < r->me ? from : from - 1) * RECV_STRIDE;
             for (int j = 0; j < PIECE_BYTES; j++)
                 r->wrong += got[j] != value(from, round, i, j);
+            for (int j = PIECE_BYTES; j < RECV_STRIDE; j++)
+                r->wrong += got[j] != GAP;
         }
 }
 
@@ -250,6 +254,7 @@ static rank_t *run(const scenario_t *sc, int *left)
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
                       .persistent = sc->persistent, .stall = k == sc->stall_rank};
         r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
+        memset(r->recv, GAP, sizeof(r->recv));
         if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
             printf("FAIL: start: %s\n", hiar_last_error());
             exit(1);
@@ -398,6 +403,7 @@ static int mpi_main(int argc, char **argv)
                                       .kernel_abort = &r->kernel_abort};
         int ok;
         *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1], .stall = 0};
+        memset(r->recv, GAP, sizeof(r->recv));
         ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
         if (ok) {
             device_main(r);
