@@ -29,6 +29,8 @@ bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 tests_part() {
     run tests $m4 $as ./tests/gpu/test_gpu --replays 1000
     run tests $m4 $as ./tests/gpu/test_gpu --quick
+    # 3 hosts of 2 ranks: pieces from 2 peers each, laid out at the kernel's stride.
+    run tests $mpi -np 6 -x HIAR_RANKS_PER_HOST=2 $as ./tests/gpu/test_gpu --quick
     run tests $m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=MPI $as ./tests/mpi/test_rmsnorm --device
     run tests $m4 -x HIAR_GROUPS="0|1,2,3" -x HIAR_BETWEEN=mpi ./tests/gpu/test_gpu --quick
     run tests bash tests/gpu/kill.sh $m4 $as
