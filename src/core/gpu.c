@@ -207,10 +207,10 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
         HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side.tier, gpu->facts, &cfg,
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
+        /* Groups whose step is not on the GPU take it over MPI. */
+        if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu)
+            HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
     }
-    if (gpu->hier_ok && gpu->side.tier.groups.ngroups > 1 && gpu->side.tier.groups.ngroups < env->size &&
-        !gpu->between.on_gpu)
-        HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
     gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);
     HIAR_CHECK(hiar_net_max(env->mpi, &gpu->pinned, 1));
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))

@@ -198,8 +198,8 @@ static hiar_result_t flush(job_build_t *b)
     if (!b->job.npieces)
         return HIAR_SUCCESS;
     HIAR_CHECK(take_slot(h, b->capturing, &slot));
-    /* Before its memory changes hands: the thread is done with the slot's last job. */
-    HIAR_CHECK(hiar_progress_slot_wait(h->engine, slot, b->c->wait));
+    /* An area that grows leaves the old one to the slot's last job (freed with the comm); its
+     * flags are the same words: hiar_progress_submit waits for that job before the kernel comes. */
     HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : area_bytes(b->stride_sum, b->capturing),
                                    (size_t)(n - 1) * area_bytes(b->stride_sum, b->capturing), h->device_pointers,
                                    &a));

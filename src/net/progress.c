@@ -287,7 +287,8 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
     return HIAR_SUCCESS;
 }
 
-hiar_result_t hiar_progress_slot_wait(hiar_progress_t *p, int slot, hiar_wait_t *wait)
+/* Waits (through wait, bounded) until slot is free; fails with the engine's error once it has one. */
+static hiar_result_t slot_wait(hiar_progress_t *p, int slot, hiar_wait_t *wait)
 {
     HIAR_CHECK(hiar_progress_status(p));
     while (!hiar_progress_slot_free(p, slot)) {
@@ -302,7 +303,7 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
     slot_t *sl;
 
     HIAR_CHECK(check_job(p, job));
-    HIAR_CHECK(hiar_progress_slot_wait(p, job->slot, wait));
+    HIAR_CHECK(slot_wait(p, job->slot, wait));
     sl = &p->slots[job->slot];
     if (!sl->ps && !(sl->ps = malloc(sizeof(*sl->ps) * HIAR_PROGRESS_MAX_PIECES)))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");

@@ -117,8 +117,6 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
 
 /* Whether slot has no job left to serve (an eager job's slot becomes free). */
 int hiar_progress_slot_free(hiar_progress_t *p, int slot);
-/* Waits (through wait, bounded) until it has; fails with the engine's error once it has one. */
-hiar_result_t hiar_progress_slot_wait(hiar_progress_t *p, int slot, hiar_wait_t *wait);
 
 /* HIAR_SUCCESS, or the first error the thread met (its message in hiar_last_error). */
 hiar_result_t hiar_progress_status(hiar_progress_t *p);
