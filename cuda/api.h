@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/call.h"
+#include "base/pieces.h"
 #include "base/range.h"
 #include "hiar.h"
 
@@ -261,23 +262,26 @@ void hiar_ipc_destroy(hiar_ipc_t *ipc);
 
 /* ---- the step between hosts: the GPU's half (cuda/hosts.cu) ---- */
 
-/* Pieces of one kernel: HIAR_PROGRESS_MAX_PIECES (net/progress.h; core/hosts.c checks). */
-#define HIAR_HOSTS_MAX_PIECES 64
-/* The words of a piece's hiar_piece_flags_t, as uint32_t indices. */
+/* Positions of a job's ring: HIAR_PROGRESS_MAX_RING (net/progress.h; core/hosts.c checks). */
+#define HIAR_HOSTS_RING_MAX 16
+/* The words of a position's hiar_piece_flags_t, as uint32_t indices. */
 #define HIAR_HOSTS_READY_WORD 0
 #define HIAR_HOSTS_ARRIVED_WORD 32
 
+/*
+ * One kernel's job: the pieces of one shard (base/pieces.h) through a ring
+ * of positions (net/progress.h), `blocks` blocks, which divide `ring`:
+ * block b takes the pieces b, b + blocks, ..., so a position's pieces are
+ * all one block's, in order.
+ */
 typedef struct {
-    char *data;       /* the rank's own piece in the call's output: also where the result goes */
-    char *send;       /* pinned host memory the kernel copies data into for the thread; NULL: it sends data */
-    const char *recv; /* the other ranks' pieces, in their rank order, stride apart */
-    size_t stride, bytes;
-    uint32_t *flags; /* the piece's flags as kernels see them */
-} hiar_hosts_piece_t;
-
-typedef struct {
-    int npieces, n, me; /* one link: n ranks, this one's place in it */
-    hiar_hosts_piece_t piece[HIAR_HOSTS_MAX_PIECES];
+    hiar_pieces_t pieces;
+    char *data;       /* the call's output: the rank's own pieces at their offsets, and the results */
+    char *send;       /* pinned host memory, position q at q * stride; NULL: the thread sends data */
+    const char *recv; /* position q at q * (n - 1) * stride: the other ranks' pieces in rank order, stride apart */
+    uint32_t *flags;  /* the positions' flags as kernels see them */
+    size_t stride;
+    int ring, blocks, n, me; /* one link: n ranks, this one's place in it */
 } hiar_hosts_job_t;
 
 /* Bytes of a piece's flags (hiar_piece_flags_t). */
@@ -293,7 +297,7 @@ hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots
 
 /* A slot's memory, as the host and as kernels see it. */
 typedef struct {
-    uint32_t *flags_host, *flags_dev; /* HIAR_HOSTS_MAX_PIECES flags, HIAR_HOSTS_FLAGS_BYTES apart */
+    uint32_t *flags_host, *flags_dev; /* HIAR_HOSTS_RING_MAX positions' flags, HIAR_HOSTS_FLAGS_BYTES apart */
     char *send_host, *send_dev;       /* pinned host memory */
     char *recv_host, *recv_dev;       /* pinned host memory, or device memory (then both are the device address) */
 } hiar_hosts_area_t;
@@ -312,6 +316,8 @@ int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);
 /* HIAR_TIMEOUT once a kernel gave up waiting for the thread. */
 hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g);
 void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g);
+/* The most blocks a job's kernel may take (its share of the GPU). */
+unsigned hiar_hosts_gpu_blocks(const hiar_hosts_gpu_t *g);
 /* The job's kernel on c->stream (c: dtype, op, divisor), asynchronous and capturable. */
 hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job, const hiar_call_t *c);
 

@@ -1,11 +1,14 @@
 /*
- * The GPU's half of the step between hosts (the progress engine's flags:
- * net/progress.h).  One kernel per job: each block takes pieces
- * blockIdx.x, + gridDim.x, ...; it first hands all of them to the thread
- * (copied into pinned host memory when the MPI cannot read device memory,
- * then `ready`), then, piece by piece, waits for `arrived` and reduces the
+ * The GPU's half of the step between hosts (the progress engine's ring and
+ * flags: net/progress.h).  One kernel per job, the job a call's pieces of
+ * one shard.  Block b takes pieces b, b + gridDim.x, ...: it hands each to
+ * the thread (copied into its ring position's pinned host memory when the
+ * MPI cannot read device memory, then `ready`), and a ring later, before
+ * the position takes its next piece, waits for `arrived` and reduces the
  * rank's own piece with the others' in the link's rank order, so every
- * rank gets the same bits, into the piece in place.
+ * rank gets the same bits, into the piece in place.  With ring / gridDim.x
+ * positions per block, a block copies a piece out while its earlier ones
+ * are on the wire.
  *
  * A block waits only for the thread, never for another block: the kernel
  * needs no room beyond its own blocks.  Its blocks count in the GPU's share
@@ -61,9 +64,25 @@ __device__ __forceinline__ uint4 load_fresh(const char *base, size_t off, size_t
     return u;
 }
 
+/* Piece i of the job: where the rank's own bytes are, and its ring position's. */
+struct piece_t {
+    char *data, *send;
+    const char *recv;
+    uint32_t *flags;
+    size_t bytes;
+};
+
+__device__ __forceinline__ piece_t piece_of(const hiar_hosts_job_t &j, int i)
+{
+    size_t off, bytes, q = (size_t)(i % j.ring);
+
+    hiar_pieces_at(&j.pieces, i, &off, &bytes);
+    return {j.data + off, j.send ? j.send + q * j.stride : nullptr, j.recv + q * (size_t)(j.n - 1) * j.stride,
+            j.flags + q * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t), bytes};
+}
+
 template <typename T>
-__device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const hiar_hosts_piece_t &p, int op,
-                                             int divisor)
+__device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const piece_t &p, int op, int divisor)
 {
     const int es = sizeof(T);
 
@@ -72,7 +91,7 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const hi
         uint4 r;
         for (int k = 0; k < j.n; k++) {
             uint4 u = k == j.me ? load_unit<HIAR_UNIT>(p.data, off, p.bytes, es)
-                                : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * p.stride, off, p.bytes);
+                                : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * j.stride, off, p.bytes);
             if (k == 0)
                 acc.load(&u);
             else
@@ -83,8 +102,22 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const hi
     }, [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.data, off, p.bytes, es, u); });
 }
 
+/* Block-wide: copies the piece out (where the MPI cannot read the GPU) and raises `ready`. */
+template <typename T>
+__device__ __forceinline__ void hand_over(const piece_t &p)
+{
+    if (p.send)
+        move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
+                      [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        *(volatile uint32_t *)(p.flags + HIAR_HOSTS_READY_WORD) = 1;
+    }
+}
+
 /* Block-wide: waits (bounded) for the thread's arrival mark of piece p and lowers it. */
-__device__ __forceinline__ bool await_piece(const hiar_hosts_piece_t &p, hiar_waiter &w)
+__device__ __forceinline__ bool await_piece(const piece_t &p, hiar_waiter &w)
 {
     bool ok = true;
 
@@ -99,27 +132,23 @@ __device__ __forceinline__ bool await_piece(const hiar_hosts_piece_t &p, hiar_wa
     return __syncthreads_and(ok);
 }
 
+/* Piece i is handed over once piece i - ring, the same block's on the same position, is reduced. */
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
                                                              uint64_t timeout_ns, int op, int divisor)
 {
     hiar_waiter w = {timeout_ns, 0, 0, ctl};
+    int npieces = hiar_pieces_count(&j.pieces);
 
-    for (int i = blockIdx.x; i < j.npieces; i += gridDim.x) {
-        const hiar_hosts_piece_t &p = j.piece[i];
-        if (p.send)
-            move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
-                          [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            __threadfence_system();
-            *(volatile uint32_t *)(p.flags + HIAR_HOSTS_READY_WORD) = 1;
+    for (int i = blockIdx.x; i - j.ring < npieces; i += gridDim.x) {
+        if (i >= j.ring) {
+            piece_t old = piece_of(j, i - j.ring);
+            if (!await_piece(old, w))
+                return;
+            reduce_piece<T>(j, old, op, divisor);
         }
-    }
-    for (int i = blockIdx.x; i < j.npieces; i += gridDim.x) {
-        if (!await_piece(j.piece[i], w))
-            return;
-        reduce_piece<T>(j, j.piece[i], op, divisor);
+        if (i < npieces)
+            hand_over<T>(piece_of(j, i));
     }
 }
 
@@ -200,7 +229,7 @@ extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size
                                              int recv_on_device, hiar_hosts_area_t *out)
 {
     hosts_slot_t *sl = &g->slots[slot];
-    size_t flag_bytes = HIAR_HOSTS_MAX_PIECES * HIAR_HOSTS_FLAGS_BYTES;
+    size_t flag_bytes = HIAR_HOSTS_RING_MAX * HIAR_HOSTS_FLAGS_BYTES;
 
     if (!sl->area.flags_host) {
         void *p = NULL;
@@ -276,12 +305,21 @@ extern "C" void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g)
     __atomic_store_n(&g->ctl->abort, 1, __ATOMIC_RELEASE);
 }
 
+extern "C" unsigned hiar_hosts_gpu_blocks(const hiar_hosts_gpu_t *g)
+{
+    return g->blocks;
+}
+
 extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job, const hiar_call_t *c)
 {
-    unsigned grid = (unsigned)job->npieces < g->blocks ? (unsigned)job->npieces : g->blocks;
     cudaStream_t stream = (cudaStream_t)c->stream;
-    cudaError_t err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
-        hosts_kernel<decltype(tag)><<<grid, HIAR_THREADS, 0, stream>>>(*job, g->ctl_dev, g->timeout_ns, (int)c->op,
+    cudaError_t err;
+
+    if (job->blocks < 1 || (unsigned)job->blocks > g->blocks || job->ring % job->blocks)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "the kernel between hosts takes 1 to %u blocks that divide its "
+                              "ring, not %d blocks for %d positions", g->blocks, job->blocks, job->ring);
+    err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        hosts_kernel<decltype(tag)><<<(unsigned)job->blocks, HIAR_THREADS, 0, stream>>>(*job, g->ctl_dev, g->timeout_ns, (int)c->op,
                                                                        c->divisor);
         return cudaGetLastError();
     });

@@ -12,24 +12,27 @@
 #include "net/port.h"
 #include "net/progress.h"
 
-_Static_assert(HIAR_HOSTS_MAX_PIECES == HIAR_PROGRESS_MAX_PIECES, "a kernel takes a job");
+_Static_assert(HIAR_HOSTS_RING_MAX == HIAR_PROGRESS_MAX_RING, "the kernels' ring is the thread's");
 _Static_assert(sizeof(hiar_piece_flags_t) == HIAR_HOSTS_FLAGS_BYTES, "the kernels' view of the flags");
 _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD * sizeof(uint32_t),
                "the kernels' view of the flags");
 
 /*
- * Pieces of at most 512 KB, jobs of at most 16 pieces (8 MB of this rank's
- * shards per kernel).  Inside a job the copies out, the MPI messages and the
- * reductions of different pieces overlap; between two jobs the stream waits
- * for one piece's exchange, 1/16 of a job.
+ * Pieces of at most 512 KB through a ring of 16 positions: 8 MB of this
+ * rank's shard in flight, in 8 MB of pinned memory per peer and direction
+ * whatever the call's size.  One job, one kernel, serves all of a call's
+ * pieces of a shard, so the wire never waits for a kernel's end between
+ * them.  A job of more pieces than positions runs on half as many blocks as
+ * positions: each block has 2 pieces out, and copies one out or reduces one
+ * while the other is on the wire.
  */
 #define HOSTS_PIECE_BYTES ((size_t)512 << 10)
-#define HOSTS_JOB_PIECES 16
+#define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
  * Eager jobs take these slots in turn: a call waits on the host only when
- * this many jobs are queued on the GPU.  A slot's areas start at
- * HOSTS_AREA_MIN and go straight to a whole job's when a job needs more, so
- * that an eager call allocates at most twice per slot in a comm's life:
+ * this many calls are queued on the GPU.  A slot's areas start at
+ * HOSTS_AREA_MIN and go straight to a whole ring's when a job needs more,
+ * so that an eager call allocates at most twice per slot in a comm's life:
  * 8 x 16 MB of pinned memory at most between 2 hosts.
  */
 #define HOSTS_EAGER_SLOTS 8
@@ -149,27 +152,17 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     return HIAR_SUCCESS;
 }
 
-/* A job being made: one link's pieces, in order. */
-typedef struct {
-    hiar_hosts_t *h;
-    const hiar_call_t *c;
-    int link, capturing;
-    size_t stride_sum;
-    hiar_progress_job_t job;
-    hiar_hosts_job_t kernel;
-} job_build_t;
-
 static size_t stride_of(size_t bytes)
 {
     return (bytes + HOSTS_STRIDE_ALIGN - 1) / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
 }
 
-/* An eager slot's area for `need` bytes per rank: HOSTS_AREA_MIN, else a whole job's; a captured one's, exact. */
+/* An eager slot's area for `need` bytes per rank: HOSTS_AREA_MIN, else a whole ring's; a captured one's, exact. */
 static size_t area_bytes(size_t need, int capturing)
 {
     if (capturing)
         return need;
-    return need <= HOSTS_AREA_MIN ? HOSTS_AREA_MIN : HOSTS_JOB_PIECES * stride_of(HOSTS_PIECE_BYTES);
+    return need <= HOSTS_AREA_MIN ? HOSTS_AREA_MIN : HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
 }
 
 static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
@@ -180,87 +173,77 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
         return HIAR_SUCCESS;
     }
     if (HOSTS_EAGER_SLOTS + h->next_kept >= HOSTS_SLOTS)
-        return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured jobs between hosts (8 MB of a "
-                                                "rank's shards each) for the life of the comm; capture fewer or "
-                                                "smaller calls, or use another comm", HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
+        return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured steps between hosts (one per "
+                                                "captured call and shard) for the life of the comm; capture fewer "
+                                                "calls, or use another comm", HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
     *slot = HOSTS_EAGER_SLOTS + h->next_kept++;
     return HIAR_SUCCESS;
 }
 
-/* Lays the job's pieces out in its slot, hands it to the thread, launches its kernel. */
-static hiar_result_t flush(job_build_t *b)
+/*
+ * The ring and the blocks of a job of npieces (blocks divide the ring, a
+ * power of two at most the kernel's cap): a job that fits the ring uses a
+ * position per piece, rounded up to the blocks.
+ */
+static void shape(unsigned cap, int npieces, int *ring, int *blocks)
 {
-    hiar_hosts_t *h = b->h;
-    int n = b->kernel.n, slot = 0;
-    size_t send_off = 0, recv_off = 0;
-    hiar_hosts_area_t a;
+    int big = npieces > HOSTS_RING, want = big ? HOSTS_RING / 2 : npieces, g = 1;
 
-    if (!b->job.npieces)
-        return HIAR_SUCCESS;
-    HIAR_CHECK(take_slot(h, b->capturing, &slot));
-    /* An area that grows leaves the old one to the slot's last job (freed with the comm); its
-     * flags are the same words: hiar_progress_submit waits for that job before the kernel comes. */
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : area_bytes(b->stride_sum, b->capturing),
-                                   (size_t)(n - 1) * area_bytes(b->stride_sum, b->capturing), h->device_pointers,
-                                   &a));
-    for (int i = 0; i < b->job.npieces; i++) {
-        hiar_progress_piece_t *p = &b->job.piece[i];
-        hiar_hosts_piece_t *k = &b->kernel.piece[i];
-        k->send = h->device_pointers ? NULL : a.send_dev + send_off;
-        k->recv = a.recv_dev + recv_off;
-        k->flags = a.flags_dev + (size_t)i * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t);
-        p->send = h->device_pointers ? k->data : a.send_host + send_off;
-        p->recv = a.recv_host + recv_off;
-        p->flags = (hiar_piece_flags_t *)(a.flags_host + (size_t)i * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t));
-        send_off += k->stride;
-        recv_off += (size_t)(n - 1) * k->stride;
-    }
-    b->job.slot = slot;
-    b->job.persistent = b->capturing;
-    b->job.tag = h->next_tag[b->link];
-    h->next_tag[b->link] = (h->next_tag[b->link] + 1) % (hiar_progress_max_job_tag(&h->port) + 1);
-    HIAR_CHECK(hiar_progress_submit(h->engine, &b->job, b->c->wait));
-    HIAR_CHECK(hiar_hosts_reduce(h->gpu, &b->kernel, b->c));
-    b->job.npieces = b->kernel.npieces = 0;
-    b->stride_sum = 0;
-    return HIAR_SUCCESS;
+    while (2 * g <= want && 2 * (unsigned)g <= cap)
+        g *= 2;
+    *blocks = g;
+    *ring = big ? HOSTS_RING : (npieces + g - 1) / g * g;
 }
 
-static hiar_result_t add_piece(job_build_t *b, char *data, size_t bytes)
+/* Shard s's pieces of c: lays them out in a slot, hands the job to the thread, launches its kernel. */
+static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t, int s, int capturing)
 {
-    int i = b->job.npieces;
-    hiar_hosts_piece_t *k = &b->kernel.piece[i];
+    int link = h->link_of[s], slot = 0;
+    hiar_progress_job_t job = {.link = link, .persistent = capturing};
+    hiar_hosts_job_t k = {.data = c->recvbuf};
+    hiar_hosts_area_t a;
+    size_t need;
 
-    *k = (hiar_hosts_piece_t){data, NULL, NULL, stride_of(bytes), bytes, NULL};
-    /* The thread places the others' pieces where the kernel reads them: the same stride. */
-    b->job.piece[i] = (hiar_progress_piece_t){NULL, NULL, bytes, k->stride, b->link, NULL};
-    b->stride_sum += k->stride;
-    b->job.npieces = b->kernel.npieces = i + 1;
-    return i + 1 == HOSTS_JOB_PIECES ? flush(b) : HIAR_SUCCESS;
+    HIAR_ASSERT(link >= 0);
+    job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
+                                  HOSTS_PIECE_BYTES);
+    if (!hiar_pieces_count(&job.pieces))
+        return HIAR_SUCCESS;
+    k.n = h->port.size(h->port.ctx, link);
+    k.me = h->port.rank(h->port.ctx, link);
+    shape(hiar_hosts_gpu_blocks(h->gpu), hiar_pieces_count(&job.pieces), &job.ring, &k.blocks);
+    job.stride = stride_of(hiar_pieces_largest(&job.pieces));
+    need = area_bytes((size_t)job.ring * job.stride, capturing);
+    HIAR_CHECK(take_slot(h, capturing, &slot));
+    /* An area that grows leaves the old one to the slot's last job (freed with the comm); its
+     * flags are the same words: hiar_progress_submit waits for that job before the kernel comes. */
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(k.n - 1) * need,
+                                   h->device_pointers, &a));
+    job.slot = slot;
+    job.tag = h->next_tag[link];
+    h->next_tag[link] = (h->next_tag[link] + 1) % (hiar_progress_max_job_tag(&h->port) + 1);
+    job.send = h->device_pointers ? NULL : a.send_host;
+    job.data = c->recvbuf;
+    job.recv = a.recv_host;
+    job.flags = (hiar_piece_flags_t *)a.flags_host;
+    k.pieces = job.pieces;
+    k.send = h->device_pointers ? NULL : a.send_dev;
+    k.recv = a.recv_dev;
+    k.flags = a.flags_dev;
+    k.stride = job.stride;
+    k.ring = job.ring;
+    HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
+    return hiar_hosts_reduce(h->gpu, &k, c);
 }
 
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
 {
-    size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
-    job_build_t b = {.h = h, .c = c};
+    int capturing;
 
     HIAR_CHECK(hiar_hosts_status(h));
-    HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &b.capturing));
-    for (int s = t->local; s < t->nshards; s += t->local_size) {
-        b.link = h->link_of[s];
-        HIAR_ASSERT(b.link >= 0);
-        b.kernel.n = h->port.size(h->port.ctx, b.link);
-        b.kernel.me = h->port.rank(h->port.ctx, b.link);
-        for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
-            size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk, lo, hi;
-            hiar_ipc_shard_range(cbytes, t->nshards, s, &lo, &hi);
-            hi = hi < cbytes ? hi : cbytes;
-            for (size_t off = lo; off < hi; off += HOSTS_PIECE_BYTES)
-                HIAR_CHECK(add_piece(&b, (char *)c->recvbuf + c0 + off,
-                                     hi - off < HOSTS_PIECE_BYTES ? hi - off : HOSTS_PIECE_BYTES));
-        }
-        HIAR_CHECK(flush(&b));
-    }
+    HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
+    for (int s = t->local; s < t->nshards; s += t->local_size)
+        HIAR_CHECK(run_shard(h, c, t, s, capturing));
     return HIAR_SUCCESS;
 }
 

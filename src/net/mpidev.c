@@ -212,8 +212,9 @@ static void pml_cvar(char *out, size_t size)
 
 /*
  * Whether the UCX of this process reports the cuda memory type: a UCP context
- * of our own on the cuda_copy transport alone (what UCX moves device memory
- * with), asked for its memory types.  libuct_cuda loads wherever
+ * of our own on cuda_copy (what UCX moves device memory with) and self (a
+ * context with no transport for host memory may be refused, which would
+ * read as "no GPU"), asked for its memory types.  libuct_cuda loads wherever
  * libcuda.so.1 does, also where cuda_copy then finds no device: the CUDA
  * stubs standing in for the driver gave exactly that here, and so would a
  * driver older than the CUDA runtime UCX was built with.  Through the libucp
@@ -258,7 +259,7 @@ static int ucp_reports_cuda(void *ucp)
         return -1;
     yes = 0;
     /* UCS_OK is 0; API 1.10, the first with the memory types. */
-    if (config_modify(config, "TLS", "cuda_copy") == 0 && init(1, 10, &params, config, &context) == 0) {
+    if (config_modify(config, "TLS", "self,cuda_copy") == 0 && init(1, 10, &params, config, &context) == 0) {
         yes = query(context, &attr) == 0 && (attr.memory_types & (1u << UCS_MEMORY_TYPE_CUDA));
         cleanup(context);
     }

@@ -20,17 +20,19 @@
 #define PROGRESS_IDLE_NS 200000u
 #define PROGRESS_NAP_NS 10000
 
+/* A ring position: the piece it serves next, and that piece's exchange. */
 typedef struct {
-    int inflight, nreq;
+    int piece, inflight, nreq;
     uint64_t since_ns;
     hiar_port_req_t req[2 * (HIAR_PROGRESS_MAX_LINK - 1)];
-} piece_state_t;
+} position_t;
 
 typedef struct {
     atomic_int busy; /* a job is in the slot (the thread's until it sets 0) */
     hiar_progress_job_t job;
-    piece_state_t *ps; /* [HIAR_PROGRESS_MAX_PIECES], allocated at the slot's first job */
-    int arrived;       /* pieces of an eager job that arrived */
+    int npieces;
+    position_t *pos; /* [HIAR_PROGRESS_MAX_RING], allocated at the slot's first job */
+    int arrived;     /* pieces of an eager job that arrived */
 } slot_t;
 
 struct hiar_progress {
@@ -40,6 +42,7 @@ struct hiar_progress {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     int *queue, nqueued; /* slots submitted, not yet taken by the thread (under mu) */
+    atomic_int pending;  /* 1 after a submit, until the thread takes the queue */
     int *active, nactive; /* the thread's own */
     int neager;           /* of them eager: a call is waiting for them, so the thread never naps */
     atomic_int stop;
@@ -47,9 +50,9 @@ struct hiar_progress {
     char message[512];    /* its message, under mu */
 };
 
-static uint64_t tag_of(int tag, int piece)
+static uint64_t tag_of(int tag, int position)
 {
-    return (uint64_t)tag * HIAR_PROGRESS_MAX_PIECES + (uint64_t)piece;
+    return (uint64_t)tag * HIAR_PROGRESS_MAX_RING + (uint64_t)position;
 }
 
 /* The first error stays; the kernels are told to give up. */
@@ -65,27 +68,30 @@ static void engine_fail(hiar_progress_t *p, hiar_result_t rc)
         __atomic_store_n(p->cfg.kernel_abort, 1, __ATOMIC_RELEASE);
 }
 
-/* Receives from every other rank of the link into its place in recv, and sends to each. */
-static hiar_result_t post_piece(hiar_progress_t *p, int slot, int i, piece_state_t *s)
+/* Position q's piece: receives from every other rank of the link into its place, and sends to each. */
+static hiar_result_t post_piece(hiar_progress_t *p, const hiar_progress_job_t *job, int q, position_t *s)
 {
-    const hiar_progress_piece_t *pc = &p->slots[slot].job.piece[i];
     const hiar_port_t *port = &p->cfg.port;
-    int me = port->rank(port->ctx, pc->link), n = port->size(port->ctx, pc->link), tag = (int)tag_of(p->slots[slot].job.tag, i);
+    int me = port->rank(port->ctx, job->link), n = port->size(port->ctx, job->link), tag = (int)tag_of(job->tag, q);
+    size_t off, bytes;
+    char *recv = job->recv + (size_t)q * (size_t)(n - 1) * job->stride;
+    const char *send = job->send ? job->send + (size_t)q * job->stride : NULL;
 
+    hiar_pieces_at(&job->pieces, s->piece, &off, &bytes);
+    send = send ? send : job->data + off;
     s->nreq = 0;
-    for (int r = 0; r < n; r++) {
-        char *into = (char *)pc->recv + (size_t)(r < me ? r : r - 1) * pc->stride;
-        if (r != me)
-            HIAR_CHECK(port->irecv(port->ctx, pc->link, r, tag, into, pc->bytes, &s->req[s->nreq++]));
-    }
     for (int r = 0; r < n; r++)
         if (r != me)
-            HIAR_CHECK(port->isend(port->ctx, pc->link, r, tag, pc->send, pc->bytes, &s->req[s->nreq++]));
+            HIAR_CHECK(port->irecv(port->ctx, job->link, r, tag, recv + (size_t)(r < me ? r : r - 1) * job->stride,
+                                   bytes, &s->req[s->nreq++]));
+    for (int r = 0; r < n; r++)
+        if (r != me)
+            HIAR_CHECK(port->isend(port->ctx, job->link, r, tag, send, bytes, &s->req[s->nreq++]));
     return HIAR_SUCCESS;
 }
 
 /* Tests the requests still open (completed ones leave the array); *done once none are. */
-static hiar_result_t test_piece(hiar_progress_t *p, piece_state_t *s, int *done)
+static hiar_result_t test_piece(hiar_progress_t *p, position_t *s, int *done)
 {
     const hiar_port_t *port = &p->cfg.port;
 
@@ -101,14 +107,20 @@ static hiar_result_t test_piece(hiar_progress_t *p, piece_state_t *s, int *done)
     return HIAR_SUCCESS;
 }
 
-/* One look at piece i of a slot; *moved when something happened. */
-static hiar_result_t step_piece(hiar_progress_t *p, int slot, int i, uint64_t now, int *moved)
+/*
+ * One look at position q of a slot; *moved when something happened.  After
+ * its piece arrived the position serves the piece a ring later, and a
+ * persistent job's, past the last, its first again (the next replay).
+ */
+static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t now, int *moved)
 {
     slot_t *sl = &p->slots[slot];
-    piece_state_t *s = &sl->ps[i];
-    hiar_piece_flags_t *f = sl->job.piece[i].flags;
+    position_t *s = &sl->pos[q];
+    hiar_piece_flags_t *f = &sl->job.flags[q];
     int done;
 
+    if (s->piece >= sl->npieces)
+        return HIAR_SUCCESS; /* an eager job's position with nothing left */
     if (!s->inflight) {
         if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) != 1)
             return HIAR_SUCCESS;
@@ -116,33 +128,36 @@ static hiar_result_t step_piece(hiar_progress_t *p, int slot, int i, uint64_t no
         s->inflight = 1;
         s->since_ns = now;
         *moved = 1;
-        return post_piece(p, slot, i, s);
+        return post_piece(p, &sl->job, q, s);
     }
     HIAR_CHECK(test_piece(p, s, &done));
     if (!done) {
         if (now - s->since_ns > (uint64_t)p->cfg.timeout_ms * 1000000u)
-            return hiar_error_set(HIAR_TIMEOUT, "between hosts: piece %d of slot %d (%zu bytes) was not exchanged "
-                                                "with every peer within HIAR_TIMEOUT_MS=%d ms",
-                                  i, slot, sl->job.piece[i].bytes, p->cfg.timeout_ms);
+            return hiar_error_set(HIAR_TIMEOUT, "between hosts: piece %d of slot %d was not exchanged with every "
+                                                "peer within HIAR_TIMEOUT_MS=%d ms",
+                                  s->piece, slot, p->cfg.timeout_ms);
         return HIAR_SUCCESS;
     }
     s->inflight = 0;
+    s->piece += sl->job.ring;
+    if (s->piece >= sl->npieces && sl->job.persistent)
+        s->piece = q;
     sl->arrived++;
     *moved = 1;
     __atomic_store_n(&f->arrived, 1, __ATOMIC_RELEASE);
     return HIAR_SUCCESS;
 }
 
-/* Every piece of every active slot once; eager jobs whose pieces all arrived leave. */
+/* Every position of every active slot once; eager jobs whose pieces all arrived leave. */
 static hiar_result_t sweep(hiar_progress_t *p, int *moved)
 {
     uint64_t now = hiar_now_ns();
 
     for (int a = 0; a < p->nactive;) {
         slot_t *sl = &p->slots[p->active[a]];
-        for (int i = 0; i < sl->job.npieces; i++)
-            HIAR_CHECK(step_piece(p, p->active[a], i, now, moved));
-        if (!sl->job.persistent && sl->arrived == sl->job.npieces) {
+        for (int q = 0; q < sl->job.ring; q++)
+            HIAR_CHECK(step_position(p, p->active[a], q, now, moved));
+        if (!sl->job.persistent && sl->arrived == sl->npieces) {
             atomic_store_explicit(&sl->busy, 0, memory_order_release);
             p->active[a] = p->active[--p->nactive];
             p->neager--;
@@ -155,7 +170,10 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
 /* Takes the submitted slots; with nothing to do, sleeps until a submit or stop. */
 static void take_queue(hiar_progress_t *p)
 {
+    if (p->nactive && !atomic_load_explicit(&p->pending, memory_order_acquire))
+        return; /* the lock only when a submit came: the submitting thread waits for it */
     pthread_mutex_lock(&p->mu);
+    atomic_store_explicit(&p->pending, 0, memory_order_relaxed);
     while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
         pthread_cond_wait(&p->wake, &p->mu);
     for (int q = 0; q < p->nqueued; q++) {
@@ -208,7 +226,7 @@ static void *engine_main(void *arg)
 static void engine_free(hiar_progress_t *p)
 {
     for (int s = 0; p->slots && s < p->cfg.nslots; s++)
-        free(p->slots[s].ps);
+        free(p->slots[s].pos);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->active);
@@ -263,27 +281,26 @@ int hiar_progress_slot_free(hiar_progress_t *p, int slot)
 /* The largest job tag the port leaves room for. */
 int hiar_progress_max_job_tag(const hiar_port_t *port)
 {
-    return port->max_tag / HIAR_PROGRESS_MAX_PIECES - 1;
+    return port->max_tag / HIAR_PROGRESS_MAX_RING - 1;
 }
 
 static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job_t *job)
 {
     const hiar_port_t *port = &p->cfg.port;
+    int n = port->size(port->ctx, job->link), npieces = hiar_pieces_count(&job->pieces);
+    size_t largest = hiar_pieces_largest(&job->pieces);
 
-    if (job->slot < 0 || job->slot >= p->cfg.nslots || job->npieces < 1 || job->npieces > HIAR_PROGRESS_MAX_PIECES)
-        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d of %d, %d pieces (1 to %d expected)", job->slot,
-                              p->cfg.nslots, job->npieces, HIAR_PROGRESS_MAX_PIECES);
-    if (job->tag < 0 || tag_of(job->tag, job->npieces - 1) > (uint64_t)port->max_tag)
+    if (job->slot < 0 || job->slot >= p->cfg.nslots || npieces < 1 || job->ring < 1 ||
+        job->ring > HIAR_PROGRESS_MAX_RING)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d of %d, %d pieces through %d positions "
+                              "(at least 1 piece, 1 to %d positions expected)", job->slot, p->cfg.nslots, npieces,
+                              job->ring, HIAR_PROGRESS_MAX_RING);
+    if (job->tag < 0 || tag_of(job->tag, job->ring - 1) > (uint64_t)port->max_tag)
         return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: tag %d needs tags past the MPI's tag bound %d",
                               job->tag, port->max_tag);
-    for (int i = 0; i < job->npieces; i++) {
-        int n = port->size(port->ctx, job->piece[i].link);
-        if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || job->piece[i].bytes > (size_t)INT32_MAX ||
-            job->piece[i].stride < job->piece[i].bytes)
-            return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: piece %d links %d ranks (2 to %d expected) with %zu "
-                                                 "bytes %zu apart", i, n, HIAR_PROGRESS_MAX_LINK, job->piece[i].bytes,
-                                  job->piece[i].stride);
-    }
+    if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || largest > (size_t)INT32_MAX || job->stride < largest)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: a link of %d ranks (2 to %d expected), pieces of up "
+                              "to %zu bytes %zu apart", n, HIAR_PROGRESS_MAX_LINK, largest, job->stride);
     return HIAR_SUCCESS;
 }
 
@@ -305,14 +322,17 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
     HIAR_CHECK(check_job(p, job));
     HIAR_CHECK(slot_wait(p, job->slot, wait));
     sl = &p->slots[job->slot];
-    if (!sl->ps && !(sl->ps = malloc(sizeof(*sl->ps) * HIAR_PROGRESS_MAX_PIECES)))
+    if (!sl->pos && !(sl->pos = malloc(sizeof(*sl->pos) * HIAR_PROGRESS_MAX_RING)))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");
     sl->job = *job;
-    memset(sl->ps, 0, sizeof(*sl->ps) * HIAR_PROGRESS_MAX_PIECES);
+    sl->npieces = hiar_pieces_count(&job->pieces);
+    for (int q = 0; q < job->ring; q++)
+        sl->pos[q] = (position_t){.piece = q};
     sl->arrived = 0;
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
     p->queue[p->nqueued++] = job->slot;
+    atomic_store_explicit(&p->pending, 1, memory_order_release);
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     return HIAR_SUCCESS;
@@ -330,8 +350,8 @@ int hiar_progress_stop(hiar_progress_t *p)
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
     for (int s = 0; s < p->cfg.nslots; s++)
-        for (int i = 0; p->slots[s].ps && i < HIAR_PROGRESS_MAX_PIECES; i++)
-            left += p->slots[s].ps[i].nreq;
+        for (int q = 0; p->slots[s].pos && q < p->slots[s].job.ring; q++)
+            left += p->slots[s].pos[q].nreq;
     engine_free(p);
     return left;
 }

@@ -2,30 +2,34 @@
  * The progress engine: a thread that runs the MPI step between hosts of
  * device-buffer calls, so that the call only enqueues kernels and returns.
  *
- * A call's step is a job of pieces.  For each piece a kernel and the thread
- * hand the piece to each other through two words in host memory the GPU
- * maps (hiar_piece_flags_t):
+ * A call's step is a job: the pieces of one shard (base/pieces.h), handed
+ * over through a ring of `ring` positions, piece i through position
+ * i % ring.  Each position has its send bytes, its receive area and two
+ * words in host memory the GPU maps (hiar_piece_flags_t):
  *
- *   kernel:  puts the piece's bytes where `send` points, then ready = 1
- *   thread:  sees ready == 1, sets it back to 0, receives the piece of every
- *            other rank of the piece's link into `recv` while sending
- *            `send` to each, and when all of that is done, arrived = 1
- *   kernel:  waits for arrived == 1, sets it back to 0, reduces
+ *   kernel:  puts piece i's bytes in its position's send bytes, ready = 1
+ *   thread:  sees ready == 1, sets it back to 0, receives piece i of every
+ *            other rank of the link into the position's receive area while
+ *            sending to each, and when all of that is done, arrived = 1
+ *   kernel:  waits for arrived == 1, sets it back to 0, reduces; then the
+ *            position may take piece i + ring
  *
- * Both words return to 0 within one round, so a job kept for a CUDA graph
- * (persistent) serves every replay without the host: the thread follows
- * the flags, not host calls.  The next round of a piece's flags comes from
- * a later kernel on the stream, after this round's kernel has read `recv`,
- * so receives never land in data still being reduced.
+ * So a job of any size keeps `ring` pieces in flight in a fixed amount of
+ * memory, and one kernel serves a whole call.  Both words return to 0
+ * within one round, so a job kept for a CUDA graph (persistent) serves
+ * every replay without the host: the thread follows the flags, not host
+ * calls, and after the last piece a position starts again at its first.
+ * A position's next round comes only after the kernel has read its
+ * receive area, so receives never land in data still being reduced.
  *
  * Jobs live in slots: a slot's flags and buffers belong to its owner
  * (core/hosts.c, which allocates them where the GPU sees them).  A
- * message's tag is its job's tag and its piece: the caller numbers the jobs
- * of a link alike on every rank of it (calls come in the same order
+ * message's tag is its job's tag and its position: the caller numbers the
+ * jobs of a link alike on every rank of it (calls come in the same order
  * everywhere), so jobs in flight at once never take each other's messages,
- * and jobs that share a tag match in the order the kernels raise their
- * flags, the same on every rank (MPI does not overtake).  An eager job
- * leaves its slot when every piece has arrived once;
+ * and the pieces of one position match in order (a position's next receive
+ * and send are posted after its last completed, and MPI does not
+ * overtake).  An eager job leaves its slot when every piece has arrived;
  * hiar_progress_submit waits for a slot still in use.
  *
  * The network is a port (below), MPI in production (net/port.c), a fake in
@@ -38,15 +42,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/pieces.h"
 #include "base/wait.h"
 #include "hiar.h"
 
-/* Pieces of one job: the kernel's argument carries them all (cuda/api.h). */
-#define HIAR_PROGRESS_MAX_PIECES 64
+/* Positions of a job's ring (cuda/api.h's HIAR_HOSTS_RING_MAX is the same). */
+#define HIAR_PROGRESS_MAX_RING 16
 /* Ranks of one link (the hosts a shard crosses). */
 #define HIAR_PROGRESS_MAX_LINK 64
 
-/* The two words of a piece, each on its own 128-byte line (PCIe reads them one by one). */
+/* The two words of a position, each on its own 128-byte line (PCIe reads them one by one). */
 typedef struct {
     uint32_t ready;
     uint32_t pad0[31];
@@ -55,20 +60,22 @@ typedef struct {
 } hiar_piece_flags_t;
 
 typedef struct {
-    const void *send;          /* `bytes` sent to every other rank of the link */
-    void *recv;                /* the others' pieces in their rank order, stride apart */
-    size_t bytes;              /* at most INT_MAX */
-    size_t stride;             /* >= bytes */
-    int link;                  /* the port's link: which ranks exchange this piece */
-    hiar_piece_flags_t *flags; /* host address */
-} hiar_progress_piece_t;
-
-typedef struct {
     int slot;       /* < hiar_progress_start's nslots: this rank's own choice */
-    int tag;        /* the job's messages: tag * HIAR_PROGRESS_MAX_PIECES + piece, the same on every rank of the link */
+    int tag;        /* the job's messages: tag * HIAR_PROGRESS_MAX_RING + position, the same on every rank of the link */
     int persistent; /* 1: served every time its flags say so, until stop (a captured call) */
-    int npieces;
-    hiar_progress_piece_t piece[HIAR_PROGRESS_MAX_PIECES];
+    int link;       /* the port's link: which ranks exchange the pieces */
+    int ring;       /* positions, 1 to HIAR_PROGRESS_MAX_RING */
+    hiar_pieces_t pieces; /* at least one piece, each at most INT_MAX bytes and at most stride */
+    size_t stride;
+    /*
+     * Position q sends send + q * stride; NULL: piece i is sent from
+     * data + its offset (an MPI that reads device memory).  It receives the
+     * others' pieces, in their rank order, stride apart, at
+     * recv + q * (link size - 1) * stride.
+     */
+    const char *send, *data;
+    char *recv;
+    hiar_piece_flags_t *flags; /* [ring], host addresses */
 } hiar_progress_job_t;
 
 /* A request of the port: room for an MPI_Request. */

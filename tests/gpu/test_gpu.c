@@ -721,6 +721,10 @@ int main(int argc, char **argv)
         graph(comm, HIAR_FLOAT32, 1000);
         graph(comm, HIAR_BFLOAT16, 1 << 18);
         hiar_comm_destroy(comm);
+        /* Chunks of a third of a megabyte: between hosts, more pieces than the ring has positions. */
+        comm = create("HIAR_BUFFER_SIZE=1M");
+        graph(comm, HIAR_BFLOAT16, 3 << 20);
+        hiar_comm_destroy(comm);
         if (rank == 0)
             printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
         MPI_Finalize();
@@ -738,12 +742,15 @@ int main(int argc, char **argv)
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 0, 0);
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 3 << 20, 1, 0);
     one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 5 << 20, 0, 1);
+    /* Between hosts: more pieces than the ring's positions (reused), over several chunks. */
+    one_case(comm, HIAR_FLOAT32, HIAR_SUM, (12 << 20) + 5, 1, 0);
     /* One group, several on one host exchanging on the GPU, or groups on (simulated, HIAR_HOST_ID)
      * hosts exchanging over MPI on the progress thread: kernels only, capturable.  A step between
      * groups that fell back to the blocking MPI path would fail here, as it should. */
     graph(comm, HIAR_FLOAT32, 1000);
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);
+    graph(comm, HIAR_BFLOAT16, 12 << 20);
     hiar_comm_destroy(comm);
     if (groups || hosts) {
         /* The step between groups over MPI, as across hosts: on the progress thread, capturable... */

@@ -2,10 +2,12 @@
  * The progress engine (src/net/progress.c) without MPI or a GPU: ranks are
  * engines in one process over a fake port (messages matched by source,
  * destination and tag, in order, as MPI does), and a thread per rank plays
- * the kernels: it fills its pieces, raises `ready`, waits for `arrived`,
- * lowers it and checks what came from every other rank against values it
- * computes itself.  CI runs this under ThreadSanitizer (tests/sanitize.sh)
- * and AddressSanitizer.
+ * the kernel: it fills its pieces into the ring's positions (or, `direct`,
+ * into the call's bytes), raises `ready`, and a ring later waits for
+ * `arrived`, lowers it and checks what came from every other rank against
+ * values it computes itself.  The pieces' layout (base/pieces.h) is checked
+ * against a loop over chunks and pieces.  CI runs this under
+ * ThreadSanitizer (tests/sanitize.sh) and AddressSanitizer.
  *
  *   test_progress            every case; exit 0 when all pass
  *   mpirun -np N test_progress --mpi
@@ -23,9 +25,11 @@
 #include "net/progress.h"
 
 #define MAX_RANKS 4
-#define PIECES 5
+#define RING 3
 #define PIECE_BYTES 1000 /* not a multiple of anything: offsets must be exact */
-#define RECV_STRIDE 1040 /* the others' pieces lie this far apart; the gaps must stay untouched */
+#define CHUNK 2500
+#define BYTES (2 * CHUNK + 1700) /* pieces of 1000, 1000, 500 twice, then 1000, 700: positions reused unevenly */
+#define RECV_STRIDE 1040         /* the others' pieces lie this far apart; the gaps must stay untouched */
 #define GAP 0xEE
 
 /* ---- the fake network ---- */
@@ -143,31 +147,35 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
-    int me, n, rounds, nslots, persistent, stall;
+    int me, n, rounds, nslots, persistent, stall, direct;
     fake_t port;
     atomic_int abort;
     int kernel_abort;
     hiar_progress_t *engine;
-    hiar_piece_flags_t flags[4][PIECES];
-    unsigned char send[4][PIECES][PIECE_BYTES];
-    unsigned char recv[4][PIECES][(MAX_RANKS - 1) * RECV_STRIDE];
+    hiar_piece_flags_t flags[4][RING];
+    unsigned char send[4][RING][RECV_STRIDE];
+    unsigned char data[4][BYTES];
+    unsigned char recv[4][RING * (MAX_RANKS - 1) * RECV_STRIDE]; /* position q at q * (n - 1) * RECV_STRIDE */
     int wrong, timed_out;
     hiar_result_t submit_rc;
 } rank_t;
 
-static unsigned char value(int rank, int round, int piece, int j)
+static unsigned char value(int rank, int round, size_t at)
 {
-    return (unsigned char)(rank * 131 + round * 17 + piece * 7 + j);
+    return (unsigned char)(rank * 131 + round * 17 + at * 7 + at / 251);
+}
+
+static hiar_pieces_t pieces(void)
+{
+    return hiar_pieces_make(BYTES, CHUNK, 1, 1, 0, PIECE_BYTES);
 }
 
 static hiar_progress_job_t job_of(rank_t *r, int slot)
 {
-    hiar_progress_job_t job = {slot, slot, r->persistent, PIECES, {{0}}};
-
-    for (int i = 0; i < PIECES; i++)
-        job.piece[i] = (hiar_progress_piece_t){r->send[slot][i], r->recv[slot][i], PIECE_BYTES, RECV_STRIDE, 0,
-                                               &r->flags[slot][i]};
-    return job;
+    return (hiar_progress_job_t){slot, slot, r->persistent, 0, RING, pieces(), RECV_STRIDE,
+                                 r->direct ? NULL : (char *)r->send[slot], (char *)r->data[slot],
+                                 (char *)r->recv[slot],
+                                 r->flags[slot]};
 }
 
 /* Waits for arrived == 1 as a kernel does (bounded: 5 s), then lowers it. */
@@ -184,25 +192,47 @@ static int await_arrival(rank_t *r, hiar_piece_flags_t *f)
     return 1;
 }
 
-static void check_round(rank_t *r, int slot, int round)
+/* Piece i of round `round` as every other rank sent it, at its position; the gaps untouched. */
+static void check_piece(rank_t *r, int slot, int round, int i)
 {
-    for (int i = 0; i < PIECES; i++)
-        for (int from = 0; from < r->n; from++) {
-            const unsigned char *got;
-            if (from == r->me)
-                continue;
-            got = r->recv[slot][i] + (size_t)(from < r->me ? from : from - 1) * RECV_STRIDE;
-            for (int j = 0; j < PIECE_BYTES; j++)
-                r->wrong += got[j] != value(from, round, i, j);
-            for (int j = PIECE_BYTES; j < RECV_STRIDE; j++)
-                r->wrong += got[j] != GAP;
-        }
+    const hiar_pieces_t g = pieces();
+    size_t off, bytes;
+
+    hiar_pieces_at(&g, i, &off, &bytes);
+    for (int from = 0; from < r->n; from++) {
+        const unsigned char *got;
+        if (from == r->me)
+            continue;
+        got = r->recv[slot] + ((size_t)(i % RING) * (size_t)(r->n - 1) + (size_t)(from < r->me ? from : from - 1)) *
+                                  RECV_STRIDE;
+        for (size_t j = 0; j < bytes; j++)
+            r->wrong += got[j] != value(from, round, off + j);
+        for (int j = PIECE_BYTES; j < RECV_STRIDE; j++)
+            r->wrong += got[j] != GAP;
+    }
 }
 
+/* Piece i's bytes where the thread sends them from, then `ready`. */
+static void hand_over(rank_t *r, int slot, int round, int i)
+{
+    const hiar_pieces_t g = pieces();
+    size_t off, bytes;
+    unsigned char *to;
+
+    hiar_pieces_at(&g, i, &off, &bytes);
+    to = r->direct ? r->data[slot] + off : r->send[slot][i % RING];
+    for (size_t j = 0; j < bytes; j++)
+        to[j] = value(r->me, round, off + j);
+    __atomic_store_n(&r->flags[slot][i % RING].ready, 1, __ATOMIC_RELEASE);
+}
+
+/* A round as the kernel runs it with one block: piece i goes out once piece i - RING is in. */
 static void *device_main(void *arg)
 {
     rank_t *r = arg;
     hiar_wait_t w = hiar_wait_begin(5000, &r->abort, "test submit");
+    const hiar_pieces_t g = pieces();
+    int npieces = hiar_pieces_count(&g);
 
     for (int round = 0; round < r->rounds; round++) {
         int slot = round % r->nslots;
@@ -212,17 +242,17 @@ static void *device_main(void *arg)
             return NULL;
         if (r->stall)
             continue; /* a rank whose kernels never come */
-        for (int i = 0; i < PIECES; i++) {
-            for (int j = 0; j < PIECE_BYTES; j++)
-                r->send[slot][i][j] = value(r->me, round, i, j);
-            __atomic_store_n(&r->flags[slot][i].ready, 1, __ATOMIC_RELEASE);
-        }
-        for (int i = 0; i < PIECES; i++)
-            if (!await_arrival(r, &r->flags[slot][i])) {
-                r->timed_out = 1;
-                return NULL;
+        for (int i = 0; i - RING < npieces; i++) {
+            if (i >= RING) {
+                if (!await_arrival(r, &r->flags[slot][(i - RING) % RING])) {
+                    r->timed_out = 1;
+                    return NULL;
+                }
+                check_piece(r, slot, round, i - RING);
             }
-        check_round(r, slot, round);
+            if (i < npieces)
+                hand_over(r, slot, round, i);
+        }
     }
     return NULL;
 }
@@ -236,7 +266,7 @@ static void expect(int ok, const char *what)
 }
 
 typedef struct {
-    int n, rounds, nslots, persistent, stall_rank, timeout_ms;
+    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct;
 } scenario_t;
 
 /* Runs the ranks; returns their states (the caller frees). */
@@ -252,7 +282,7 @@ static rank_t *run(const scenario_t *sc, int *left)
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
                                       sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
-                      .persistent = sc->persistent, .stall = k == sc->stall_rank};
+                      .persistent = sc->persistent, .stall = k == sc->stall_rank, .direct = sc->direct};
         r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
         memset(r->recv, GAP, sizeof(r->recv));
         if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
@@ -275,9 +305,9 @@ static void finish(rank_t *ranks, int n, int *left)
 }
 
 /* Every rank gets every other's pieces, round after round, through reused slots. */
-static void test_rounds(int n, int nslots, int persistent)
+static void test_rounds(int n, int nslots, int persistent, int direct)
 {
-    scenario_t sc = {n, 40, nslots, persistent, -1, 5000};
+    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct};
     int left, wrong = 0, bad = 0;
     rank_t *ranks = run(&sc, &left);
     char what[128];
@@ -295,15 +325,54 @@ static void test_rounds(int n, int nslots, int persistent)
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs: 40 rounds, every byte as sent, slots %s after",
-             n, nslots, persistent ? "persistent" : "eager", persistent ? "kept" : "free");
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s: 40 rounds, every byte as sent, slots %s after",
+             n, nslots, persistent ? "persistent" : "eager", direct ? " sent from the call's bytes" : "",
+             persistent ? "kept" : "free");
     expect(wrong == 0 && bad == 0 && left == 0, what);
+}
+
+/*
+ * base/pieces.h against the loop it replaces: chunk after chunk, the
+ * shard's range cut from its start in steps of `piece`.
+ */
+static void test_pieces(void)
+{
+    static const size_t bytes[] = {1, 64, 1000, 4096, 65537, 1 << 20, (5 << 20) + 12345};
+    static const size_t chunks[] = {64, 4096, 100000, 1 << 20};
+    static const int nshards[] = {1, 2, 3, 7};
+    int bad = 0, cases = 0;
+
+    for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++)
+        for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+            for (size_t k = 0; k < sizeof(nshards) / sizeof(nshards[0]); k++)
+                for (int s = 0; s < nshards[k]; s++) {
+                    size_t unit = 64, piece = 4000, chunk = chunks[c] * (size_t)nshards[k];
+                    hiar_pieces_t g = hiar_pieces_make(bytes[b], chunk, unit, nshards[k], s, piece);
+                    size_t largest = 0;
+                    int i = 0;
+                    for (size_t c0 = 0; c0 < bytes[b]; c0 += chunk) {
+                        size_t cbytes = bytes[b] - c0 < chunk ? bytes[b] - c0 : chunk, lo, hi;
+                        hiar_range_scaled((cbytes + unit - 1) / unit, unit, nshards[k], s, &lo, &hi);
+                        hi = hi < cbytes ? hi : cbytes;
+                        for (size_t off = lo; off < hi; off += piece, i++) {
+                            size_t want = hi - off < piece ? hi - off : piece, got_off = 0, got = 0;
+                            if (i < hiar_pieces_count(&g))
+                                hiar_pieces_at(&g, i, &got_off, &got);
+                            bad += got_off != c0 + off || got != want;
+                            largest = want > largest ? want : largest;
+                        }
+                    }
+                    bad += i != hiar_pieces_count(&g) || (i && largest != hiar_pieces_largest(&g));
+                    cases++;
+                }
+    printf("pieces: %d layouts checked, %d wrong\n", cases, bad);
+    expect(bad == 0, "pieces: every layout's pieces are the chunks' shard ranges cut in order, and the largest");
 }
 
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
 static void test_stall(void)
 {
-    scenario_t sc = {3, 1, 1, 0, 2, 200};
+    scenario_t sc = {3, 1, 1, 0, 2, 200, 0};
     int left, ok = 1;
     uint64_t t0 = hiar_now_ns();
     rank_t *ranks = run(&sc, &left);
@@ -363,18 +432,25 @@ static void test_bad_jobs(void)
     r->port = (fake_t){.net = &net, .me = 0, .n = 2};
     ok = hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
     job = job_of(r, 0);
-    job.npieces = 0;
+    job.pieces.nfull = job.pieces.per_last = 0;
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "0 pieces");
+    job = job_of(r, 0);
+    job.ring = HIAR_PROGRESS_MAX_RING + 1;
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "17 positions");
+    job = job_of(r, 0);
+    job.stride = PIECE_BYTES - 1;
+    ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "999 apart");
     job = job_of(r, 0);
     job.slot = 8;
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "slot 8 of 8");
     job = job_of(r, 0);
-    job.tag = 5; /* tags 320.. > 300 */
+    job.tag = 19; /* tags 304.. > 300 */
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "tag bound 300");
-    ok &= hiar_progress_max_job_tag(&cfg.port) == 3;
+    ok &= hiar_progress_max_job_tag(&cfg.port) == 17;
     ok &= hiar_progress_stop(r->engine) == 0;
     free(r);
-    expect(ok, "bad jobs: no pieces, a slot past the engine's, tags past the bound: HIAR_INTERNAL_ERROR with a message");
+    expect(ok, "bad jobs: no pieces, a slot past the engine's, too many positions, a stride under a piece, tags past "
+               "the bound: HIAR_INTERNAL_ERROR with a message");
 }
 
 #ifndef HIAR_TEST_NO_MPI
@@ -383,7 +459,7 @@ static void test_bad_jobs(void)
 /* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
 static int mpi_main(int argc, char **argv)
 {
-    static const int cases[][2] = {{1, 0}, {3, 0}, {2, 1}}; /* slots, persistent */
+    static const int cases[][3] = {{1, 0, 0}, {3, 0, 0}, {2, 1, 0}, {2, 0, 1}}; /* slots, persistent, direct */
     int level, me, n, bad = 0;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
@@ -402,7 +478,8 @@ static int mpi_main(int argc, char **argv)
         hiar_progress_config_t cfg = {.nslots = cases[c][0], .timeout_ms = 20000, .abort = &r->abort,
                                       .kernel_abort = &r->kernel_abort};
         int ok;
-        *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1], .stall = 0};
+        *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1],
+                      .direct = cases[c][2]};
         memset(r->recv, GAP, sizeof(r->recv));
         ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
         if (ok) {
@@ -416,8 +493,8 @@ static int mpi_main(int argc, char **argv)
         hiar_port_mpi_free(&cfg.port);
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (me == 0)
-            printf("%s: MPI port, %d ranks, %d slots, %s jobs: 40 rounds, every byte as sent\n", ok ? "PASS" : "FAIL",
-                   n, cases[c][0], cases[c][1] ? "persistent" : "eager");
+            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s: 40 rounds, every byte as sent\n", ok ? "PASS" : "FAIL",
+                   n, cases[c][0], cases[c][1] ? "persistent" : "eager", cases[c][2] ? " sent from the call's bytes" : "");
         bad += !ok;
         free(r);
     }
@@ -435,11 +512,14 @@ int main(int argc, char **argv)
     (void)argc;
     (void)argv;
 #endif
-    test_rounds(2, 1, 0);
-    test_rounds(2, 3, 0);
-    test_rounds(3, 2, 0);
-    test_rounds(4, 4, 0);
-    test_rounds(3, 2, 1);
+    test_pieces();
+    test_rounds(2, 1, 0, 0);
+    test_rounds(2, 3, 0, 0);
+    test_rounds(3, 2, 0, 0);
+    test_rounds(4, 4, 0, 0);
+    test_rounds(3, 2, 1, 0);
+    test_rounds(3, 2, 0, 1);
+    test_rounds(2, 1, 1, 1);
     test_stall();
     test_abort();
     test_bad_jobs();

@@ -1,0 +1,77 @@
+/*
+ * The pieces of one shard of a call cut in chunks: in every chunk the shard
+ * is part s of nshards (hiar_range_scaled on `unit`s), and it is cut in
+ * pieces of at most `piece` bytes.  Piece i means the same bytes to the
+ * kernels that hand it over (cuda/hosts.cu), the thread that sends it
+ * (net/progress.c) and the code that plans it (core/hosts.c).  Host and
+ * device code (HIAR_HD); a few integers, so a kernel takes it by value.
+ *
+ * Example: 10 MB in chunks of 4 MB, 2 shards, shard 1, pieces of 512 KB:
+ * chunks [0,4M) [4M,8M) [8M,10M); the shard is [2M,4M) of the full chunks
+ * (4 pieces each) and [1M,2M) of the last (2 pieces): 10 pieces.
+ */
+#ifndef HIAR_PIECES_H
+#define HIAR_PIECES_H
+
+#include "base/range.h"
+
+typedef struct {
+    size_t chunk;           /* bytes from one chunk's start to the next */
+    size_t piece;           /* a piece's most bytes */
+    size_t lo, n;           /* in a full chunk, the shard's bytes [lo, lo + n) */
+    size_t last_lo, last_n; /* in the last chunk (which may be full too) */
+    int nfull;              /* chunks before the last */
+    int per_full, per_last; /* pieces of the shard in them */
+} hiar_pieces_t;
+
+/* The shard's bytes [*lo, *lo + *n) of a chunk of `bytes`. */
+HIAR_HD static inline void hiar_pieces_shard(size_t bytes, size_t unit, int nshards, int s, size_t *lo, size_t *n)
+{
+    size_t hi;
+
+    hiar_range_scaled((bytes + unit - 1) / unit, unit, nshards, s, lo, &hi);
+    hi = hi < bytes ? hi : bytes;
+    *n = hi > *lo ? hi - *lo : 0;
+}
+
+/* Shard s of nshards (on `unit`s) of every chunk of `chunk` bytes of `bytes`; bytes > 0. */
+static inline hiar_pieces_t hiar_pieces_make(size_t bytes, size_t chunk, size_t unit, int nshards, int s,
+                                             size_t piece)
+{
+    hiar_pieces_t g;
+
+    g.chunk = chunk;
+    g.piece = piece;
+    g.nfull = (int)((bytes - 1) / chunk);
+    hiar_pieces_shard(chunk, unit, nshards, s, &g.lo, &g.n);
+    hiar_pieces_shard(bytes - (size_t)g.nfull * chunk, unit, nshards, s, &g.last_lo, &g.last_n);
+    g.per_full = (int)((g.n + piece - 1) / piece);
+    g.per_last = (int)((g.last_n + piece - 1) / piece);
+    return g;
+}
+
+HIAR_HD static inline int hiar_pieces_count(const hiar_pieces_t *g)
+{
+    return g->nfull * g->per_full + g->per_last;
+}
+
+/* The bytes of the largest piece. */
+HIAR_HD static inline size_t hiar_pieces_largest(const hiar_pieces_t *g)
+{
+    size_t most = g->nfull && g->n > g->last_n ? g->n : g->last_n;
+
+    return most < g->piece ? most : g->piece;
+}
+
+/* Piece i (< hiar_pieces_count): bytes [*off, *off + *bytes) of the call. */
+HIAR_HD static inline void hiar_pieces_at(const hiar_pieces_t *g, int i, size_t *off, size_t *bytes)
+{
+    int full = g->nfull * g->per_full, c = i < full ? i / g->per_full : g->nfull;
+    size_t j = (size_t)(i < full ? i % g->per_full : i - full) * g->piece;
+    size_t n = i < full ? g->n : g->last_n;
+
+    *off = (size_t)c * g->chunk + (i < full ? g->lo : g->last_lo) + j;
+    *bytes = n - j < g->piece ? n - j : g->piece;
+}
+
+#endif
