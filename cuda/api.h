@@ -272,7 +272,9 @@ void hiar_ipc_destroy(hiar_ipc_t *ipc);
  * One kernel's job: the pieces of one shard (base/pieces.h) through a ring
  * of positions (net/progress.h), `blocks` blocks, which divide `ring`:
  * block b takes the pieces b, b + blocks, ..., so a position's pieces are
- * all one block's, in order.
+ * all one block's, in order.  Eager jobs share one ring's memory and take
+ * turns: turn t > 0 starts once the kernel of turn t - 1 has ended, on
+ * whatever stream; 0 (a captured job, with memory of its own) takes none.
  */
 typedef struct {
     hiar_pieces_t pieces;
@@ -282,6 +284,7 @@ typedef struct {
     uint32_t *flags;  /* the positions' flags as kernels see them */
     size_t stride;
     int ring, blocks, n, me; /* one link: n ranks, this one's place in it */
+    unsigned turn;
 } hiar_hosts_job_t;
 
 /* Bytes of a piece's flags (hiar_piece_flags_t). */

@@ -42,9 +42,15 @@ typedef struct {
     int recv_on_device;
 } hosts_slot_t;
 
+/* Device memory: whose turn it is among eager jobs, and the blocks of that turn's kernel that are done. */
+typedef struct {
+    unsigned turn, done;
+} hosts_turns_t;
+
 struct hiar_hosts_gpu {
     hiar_ipc_control_t *ctl;     /* mapped host memory: the engine's abort, the kernels' status */
     hiar_ipc_control_t *ctl_dev; /* the same words as kernels see them */
+    hosts_turns_t *turns;
     uint64_t timeout_ns;
     unsigned blocks;
     int nslots;
@@ -132,14 +138,45 @@ __device__ __forceinline__ bool await_piece(const piece_t &p, hiar_waiter &w)
     return __syncthreads_and(ok);
 }
 
+/* Block-wide: waits (bounded) until the eager jobs' turn is this kernel's. */
+__device__ __forceinline__ bool take_turn(const hosts_turns_t *turns, unsigned turn, hiar_waiter &w)
+{
+    bool ok = true;
+
+    if (threadIdx.x == 0 && turn) {
+        volatile const unsigned *now = &turns->turn;
+        while (*now != turn && (ok = waiter_poll(w)))
+            ;
+        __threadfence();
+    }
+    return __syncthreads_and(ok);
+}
+
+/* The last block of the kernel to finish passes the turn on. */
+__device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
+{
+    __syncthreads();
+    if (threadIdx.x == 0 && turn) {
+        __threadfence();
+        if (atomicAdd(&turns->done, 1u) == gridDim.x - 1) {
+            turns->done = 0;
+            __threadfence();
+            atomicExch(&turns->turn, turn + 1 ? turn + 1 : 1);
+        }
+    }
+}
+
 /* Piece i is handed over once piece i - ring, the same block's on the same position, is reduced. */
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
-                                                             uint64_t timeout_ns, int op, int divisor)
+                                                             hosts_turns_t *turns, uint64_t timeout_ns, int op,
+                                                             int divisor)
 {
     hiar_waiter w = {timeout_ns, 0, 0, ctl};
     int npieces = hiar_pieces_count(&j.pieces);
 
+    if (!take_turn(turns, j.turn, w))
+        return;
     for (int i = blockIdx.x; i - j.ring < npieces; i += gridDim.x) {
         if (i >= j.ring) {
             piece_t old = piece_of(j, i - j.ring);
@@ -150,6 +187,7 @@ __global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j,
         if (i < npieces)
             hand_over<T>(piece_of(j, i));
     }
+    pass_turn(turns, j.turn);
 }
 
 static void free_area(char *host, int on_device)
@@ -178,6 +216,7 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
         free(r);
     }
     free(g->slots);
+    cudaFree(g->turns);
     cudaFreeHost(g->ctl);
     free(g);
 }
@@ -272,6 +311,17 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
         hiar_hosts_gpu_destroy(g);
         return rc;
     }
+    if (cudaMalloc((void **)&g->turns, sizeof(*g->turns)) != cudaSuccess) {
+        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaMalloc of the step between hosts' turns");
+        hiar_hosts_gpu_destroy(g);
+        return rc;
+    }
+    hosts_turns_t first = {1, 0};
+    if (cudaMemcpy(g->turns, &first, sizeof(first), cudaMemcpyHostToDevice) != cudaSuccess) {
+        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaMemcpy of the step between hosts' first turn");
+        hiar_hosts_gpu_destroy(g);
+        return rc;
+    }
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     g->timeout_ns = (uint64_t)timeout_ms * 1000000u;
@@ -319,8 +369,8 @@ extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts
         return hiar_error_set(HIAR_INTERNAL_ERROR, "the kernel between hosts takes 1 to %u blocks that divide its "
                               "ring, not %d blocks for %d positions", g->blocks, job->blocks, job->ring);
     err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
-        hosts_kernel<decltype(tag)><<<(unsigned)job->blocks, HIAR_THREADS, 0, stream>>>(*job, g->ctl_dev, g->timeout_ns, (int)c->op,
-                                                                       c->divisor);
+        hosts_kernel<decltype(tag)><<<(unsigned)job->blocks, HIAR_THREADS, 0, stream>>>(
+            *job, g->ctl_dev, g->turns, g->timeout_ns, (int)c->op, c->divisor);
         return cudaGetLastError();
     });
 

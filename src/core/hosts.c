@@ -29,15 +29,16 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
 #define HOSTS_PIECE_BYTES ((size_t)512 << 10)
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
- * Eager jobs take these slots in turn: a call waits on the host only when
- * this many calls are queued on the GPU.  A slot's areas start at
- * HOSTS_AREA_MIN and go straight to a whole ring's when a job needs more,
- * so that an eager call allocates at most twice per slot in a comm's life:
- * 8 x 16 MB of pinned memory at most between 2 hosts.
+ * Eager jobs take these slots in turn (their flags), and share one ring's
+ * memory, allocated with the comm: their kernels take turns (cuda/api.h),
+ * so no call allocates.  An allocation of pinned memory on the call's path
+ * costs milliseconds, and under CUDA MPS it could wait for other ranks'
+ * kernels that wait for this rank: seen on the H200 machine as calls that
+ * hung until HIAR_TIMEOUT_MS where the slots grew, 1 run in 2.  A call
+ * waits on the host only when this many calls are queued on the GPU.
  */
-#define HOSTS_EAGER_SLOTS 8
-#define HOSTS_AREA_MIN ((size_t)1 << 20)
-/* The rest are captured calls' jobs, a slot each for good (areas as they need). */
+#define HOSTS_EAGER_SLOTS 32
+/* The rest are captured calls' jobs, a slot each for good, with memory of its own. */
 #define HOSTS_SLOTS 4096
 /* Where the receive areas' pieces start: apart by whole cache lines (cuda/hosts.cu reads them fresh). */
 #define HOSTS_STRIDE_ALIGN 128
@@ -51,6 +52,8 @@ struct hiar_hosts {
     int *next_tag; /* [links]: the next job's tag, counted alike by every rank of the link */
     int device_pointers, device;
     int next_eager, next_kept;
+    hiar_hosts_area_t ring; /* the eager jobs' memory */
+    unsigned turn;          /* the last eager job's */
 };
 
 static void thread_init(void *arg)
@@ -70,19 +73,25 @@ static const char *blocking_reason(const hiar_hosts_config_t *cfg)
     return NULL;
 }
 
+static size_t stride_of(size_t bytes)
+{
+    return (bytes + HOSTS_STRIDE_ALIGN - 1) / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
+}
+
 /*
- * The eager slots' first areas, now rather than in the first calls: an
- * allocation of pinned memory takes about a millisecond (measured on the
- * H200 machine: a call that returned in 52 us took 1.5 ms when it made
- * them).  Every link crosses the same hosts: n ranks.
+ * The eager slots' flags, and the ring they share in slot 0 (a whole ring
+ * of the largest pieces per peer and direction: 8 MB, 16 MB at 2 hosts).
+ * Every link crosses the same hosts: n ranks.
  */
 static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
 {
+    size_t ring = HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
     hiar_hosts_area_t a;
 
-    for (int s = 0; s < HOSTS_EAGER_SLOTS; s++)
-        HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, h->device_pointers ? 0 : HOSTS_AREA_MIN,
-                                       (size_t)(n - 1) * HOSTS_AREA_MIN, h->device_pointers, &a));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, h->device_pointers ? 0 : ring, (size_t)(n - 1) * ring,
+                                   h->device_pointers, &h->ring));
+    for (int s = 1; s < HOSTS_EAGER_SLOTS; s++)
+        HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, 0, 0, h->device_pointers, &a));
     return HIAR_SUCCESS;
 }
 
@@ -152,19 +161,6 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     return HIAR_SUCCESS;
 }
 
-static size_t stride_of(size_t bytes)
-{
-    return (bytes + HOSTS_STRIDE_ALIGN - 1) / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
-}
-
-/* An eager slot's area for `need` bytes per rank: HOSTS_AREA_MIN, else a whole ring's; a captured one's, exact. */
-static size_t area_bytes(size_t need, int capturing)
-{
-    if (capturing)
-        return need;
-    return need <= HOSTS_AREA_MIN ? HOSTS_AREA_MIN : HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
-}
-
 static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
 {
     if (!capturing) {
@@ -181,18 +177,36 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
 }
 
 /*
- * The ring and the blocks of a job of npieces (blocks divide the ring, a
- * power of two at most the kernel's cap): a job that fits the ring uses a
- * position per piece, rounded up to the blocks.
+ * The ring and the blocks of a job of npieces.  The ring, a power of two,
+ * follows from npieces alone, so every rank of a link numbers positions
+ * alike (their kernels' caps may differ): a job that fits it takes a
+ * position per piece.  The blocks, a power of two at most the kernel's cap,
+ * divide it.
  */
 static void shape(unsigned cap, int npieces, int *ring, int *blocks)
 {
-    int big = npieces > HOSTS_RING, want = big ? HOSTS_RING / 2 : npieces, g = 1;
+    int big = npieces > HOSTS_RING, want = big ? HOSTS_RING / 2 : npieces, g = 1, r = 1;
 
+    while (r < npieces && r < HOSTS_RING)
+        r *= 2;
     while (2 * g <= want && 2 * (unsigned)g <= cap)
         g *= 2;
+    *ring = r;
     *blocks = g;
-    *ring = big ? HOSTS_RING : (npieces + g - 1) / g * g;
+}
+
+/* The eager slots' flags with the shared ring's memory; a captured job's own (allocated now, exact). */
+static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, size_t need, int n, hiar_hosts_area_t *a)
+{
+    if (capturing)
+        return hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(n - 1) * need,
+                                   h->device_pointers, a);
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, h->device_pointers, a));
+    a->send_host = h->ring.send_host;
+    a->send_dev = h->ring.send_dev;
+    a->recv_host = h->ring.recv_host;
+    a->recv_dev = h->ring.recv_dev;
+    return HIAR_SUCCESS;
 }
 
 /* Shard s's pieces of c: lays them out in a slot, hands the job to the thread, launches its kernel. */
@@ -202,7 +216,6 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     hiar_progress_job_t job = {.link = link, .persistent = capturing};
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
-    size_t need;
 
     HIAR_ASSERT(link >= 0);
     job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
@@ -213,12 +226,9 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.me = h->port.rank(h->port.ctx, link);
     shape(hiar_hosts_gpu_blocks(h->gpu), hiar_pieces_count(&job.pieces), &job.ring, &k.blocks);
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
-    need = area_bytes((size_t)job.ring * job.stride, capturing);
     HIAR_CHECK(take_slot(h, capturing, &slot));
-    /* An area that grows leaves the old one to the slot's last job (freed with the comm); its
-     * flags are the same words: hiar_progress_submit waits for that job before the kernel comes. */
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(k.n - 1) * need,
-                                   h->device_pointers, &a));
+    /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
+    HIAR_CHECK(job_area(h, slot, capturing, (size_t)job.ring * job.stride, k.n, &a));
     job.slot = slot;
     job.tag = h->next_tag[link];
     h->next_tag[link] = (h->next_tag[link] + 1) % (hiar_progress_max_job_tag(&h->port) + 1);
@@ -232,6 +242,8 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.flags = a.flags_dev;
     k.stride = job.stride;
     k.ring = job.ring;
+    if (!capturing)
+        k.turn = h->turn = h->turn + 1 ? h->turn + 1 : 1;
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
     return hiar_hosts_reduce(h->gpu, &k, c);
 }

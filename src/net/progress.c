@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "net/progress.h"
 
 /*
@@ -55,9 +56,30 @@ static uint64_t tag_of(int tag, int position)
     return (uint64_t)tag * HIAR_PROGRESS_MAX_RING + (uint64_t)position;
 }
 
+/* What the thread was serving when it failed: each job's pieces, and where its positions stand. */
+static void log_active(const hiar_progress_t *p)
+{
+    for (int a = 0; a < p->nactive; a++) {
+        const slot_t *sl = &p->slots[p->active[a]];
+        char line[400];
+        int len = 0;
+        for (int q = 0; q < sl->job.ring && len < (int)sizeof(line) - 40; q++) {
+            const hiar_piece_flags_t *f = &sl->job.flags[q];
+            len += snprintf(line + len, sizeof(line) - (size_t)len, " %d:%d%s(%u,%u)", q, sl->pos[q].piece,
+                            sl->pos[q].inflight ? "*" : "", __atomic_load_n(&f->ready, __ATOMIC_RELAXED),
+                            __atomic_load_n(&f->arrived, __ATOMIC_RELAXED));
+        }
+        HIAR_WARN(MPI, "between hosts, %s job in slot %d, tag %d: %d of %d pieces arrived; position:piece"
+                       "(* in flight) (ready, arrived):%s",
+                  sl->job.persistent ? "a persistent" : "an eager", p->active[a], sl->job.tag, sl->arrived,
+                  sl->npieces, line);
+    }
+}
+
 /* The first error stays; the kernels are told to give up. */
 static void engine_fail(hiar_progress_t *p, hiar_result_t rc)
 {
+    log_active(p);
     pthread_mutex_lock(&p->mu);
     if (atomic_load(&p->error) == HIAR_SUCCESS) {
         snprintf(p->message, sizeof(p->message), "%s", hiar_last_error());
