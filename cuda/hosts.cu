@@ -20,8 +20,15 @@
 #include "cuda/check.h"
 #include "cuda/device.cuh"
 
-/* Blocks of one kernel: 16 copy 50 GB/s into host memory, more than a PCIe link takes. */
-#define HOSTS_BLOCKS 16u
+/*
+ * Blocks of one kernel, at most.  Few, so that the first piece is handed
+ * over soon: blocks share the copy bandwidth, and a block's first piece is
+ * ready after blocks x 512 KB have crossed.  Measured on the H200 machine
+ * (2 simulated hosts, bf16, 16 MB): 16 blocks took 1.49x the link's time
+ * for the shard's bytes, where the 16 pieces went out all at once; 4 blocks
+ * still copy more than a PCIe link takes (a block moves 16 GB/s or more).
+ */
+#define HOSTS_BLOCKS 4u
 
 /*
  * A slot's memory: flags and send areas in mapped host memory, recv there or
@@ -292,11 +299,21 @@ extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size
     return HIAR_SUCCESS;
 }
 
+/* A failed step of create: frees what was made, says which. */
+static hiar_result_t create_failed(hiar_hosts_gpu_t *g, const char *what)
+{
+    hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), what);
+
+    hiar_hosts_gpu_destroy(g);
+    return rc;
+}
+
 extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, hiar_hosts_gpu_t **out)
 {
     hiar_hosts_gpu_t *g = (hiar_hosts_gpu_t *)calloc(1, sizeof(*g));
     int device = 0, sms = 0;
     int per_sm = fewest_per_sm([](auto tag) { return hosts_kernel<decltype(tag)>; });
+    hosts_turns_t first = {1, 0};
 
     *out = NULL;
     if (!g)
@@ -306,22 +323,11 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
         return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of the step between hosts' control words");
     }
     memset(g->ctl, 0, sizeof(*g->ctl));
-    if (cudaHostGetDevicePointer((void **)&g->ctl_dev, g->ctl, 0) != cudaSuccess) {
-        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaHostGetDevicePointer of the control words");
-        hiar_hosts_gpu_destroy(g);
-        return rc;
-    }
-    if (cudaMalloc((void **)&g->turns, sizeof(*g->turns)) != cudaSuccess) {
-        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaMalloc of the step between hosts' turns");
-        hiar_hosts_gpu_destroy(g);
-        return rc;
-    }
-    hosts_turns_t first = {1, 0};
-    if (cudaMemcpy(g->turns, &first, sizeof(first), cudaMemcpyHostToDevice) != cudaSuccess) {
-        hiar_result_t rc = hiar_cuda_error(cudaGetLastError(), "cudaMemcpy of the step between hosts' first turn");
-        hiar_hosts_gpu_destroy(g);
-        return rc;
-    }
+    if (cudaHostGetDevicePointer((void **)&g->ctl_dev, g->ctl, 0) != cudaSuccess)
+        return create_failed(g, "cudaHostGetDevicePointer of the control words");
+    if (cudaMalloc((void **)&g->turns, sizeof(*g->turns)) != cudaSuccess ||
+        cudaMemcpy(g->turns, &first, sizeof(first), cudaMemcpyHostToDevice) != cudaSuccess)
+        return create_failed(g, "the step between hosts' turns in device memory");
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     g->timeout_ns = (uint64_t)timeout_ms * 1000000u;
