@@ -158,17 +158,31 @@ static hiar_result_t agree_hier_slot(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     return HIAR_SUCCESS;
 }
 
-/* The step between groups over MPI: asynchronous on the progress engine where the MPI allows it (core/hosts.h). */
+/*
+ * The step between groups over MPI: asynchronous on the progress engine
+ * where the MPI allows it (core/hosts.h).  It hands MPI device pointers
+ * only where HIAR_MPI_DEVICE=1 says so: the one MPI it was tried on that
+ * takes them (Open MPI 4.1.6 with pml ucx over libucx-cu13 1.22, 4 ranks on
+ * one H200 under MPS) gave wrong sums and pieces that never completed,
+ * cause not found, where staging passed.  A wrong yes costs results, a
+ * wrong no speed.
+ */
 static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
 {
+    int forced = (int)env->params->v[HIAR_P_MPI_DEVICE].num == HIAR_MPIDEV_YES;
     hiar_hosts_config_t cfg = {.setting = (int)env->params->v[HIAR_P_PROGRESS].num == HIAR_PROGRESS_AUTO,
-                               .device_pointers = env->mpi_device,
+                               .device_pointers = env->mpi_device && forced,
                                .timeout_ms = (int)env->params->v[HIAR_P_TIMEOUT_MS].num,
                                .sharers = on_gpu > 0 ? (unsigned)on_gpu : 1u,
                                .device = gpu->device,
                                .abort = env->abort};
 
     HIAR_CHECK(hiar_hosts_setup(env->mpi, &gpu->side.tier, &cfg, &gpu->hosts, gpu->hosts_why, sizeof(gpu->hosts_why)));
+    if (env->mpi_device && !forced && gpu->hosts) {
+        size_t len = strlen(gpu->hosts_why);
+        snprintf(gpu->hosts_why + len, sizeof(gpu->hosts_why) - len,
+                 "; the MPI takes device pointers, but hiar hands them over only with HIAR_MPI_DEVICE=1 (unverified)");
+    }
     if (env->rank == 0)
         HIAR_INFO(MPI, "the step between hosts of device buffers: %s", gpu->hosts_why);
     return HIAR_SUCCESS;

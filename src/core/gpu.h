@@ -28,7 +28,7 @@ typedef struct hiar_gpu {
     int pinned;          /* some group or set of counterparts uses pinned host memory (agreed): LL limits */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
     hiar_hosts_t *hosts;    /* that step over MPI on the progress engine; NULL: blocking (hosts_why) */
-    char hosts_why[256];
+    char hosts_why[320];
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
 } hiar_gpu_t;
 

@@ -12,19 +12,14 @@
 #include "net/progress.h"
 
 /*
- * With only captured calls' jobs to watch, or none, and nothing to do for
- * this long, the thread sleeps between polls of the flags (PROGRESS_NAP_NS
- * each, with a timer slack of 1 us), so that a comm with a captured call
- * does not spin a core for ever: a replay that comes after a nap starts at
- * most a nap late.  While an eager job is out the thread spins (yielding
- * the core).  With no job at all for PROGRESS_SLEEP_NS it waits on a
- * condition variable; until then a submit wakes nobody, so a call makes no
- * system call for it (the futex wake a signal costs is microseconds in a
- * VM, on the path whose return time is a goal).
+ * With only captured calls' jobs to watch and nothing to do for this long,
+ * the thread sleeps between polls of the flags (PROGRESS_NAP_NS each, with
+ * a timer slack of 1 us), so that a comm with a captured call does not spin
+ * a core for ever: a replay that comes after a nap starts at most a nap
+ * late.  While an eager job is out the thread spins (yielding the core).
  */
 #define PROGRESS_IDLE_NS 200000u
 #define PROGRESS_NAP_NS 10000
-#define PROGRESS_SLEEP_NS 20000000u
 
 /* A ring position: the piece it serves next, and that piece's exchange. */
 typedef struct {
@@ -49,7 +44,6 @@ struct hiar_progress {
     pthread_cond_t wake;
     int *queue, nqueued; /* slots submitted, not yet taken by the thread (under mu) */
     atomic_int pending;  /* 1 after a submit, until the thread takes the queue */
-    int sleeping;        /* the thread waits on `wake` (under mu) */
     int *active, nactive; /* the thread's own */
     int neager;           /* of them eager: a call is waiting for them, so the thread never naps */
     atomic_int stop;
@@ -195,18 +189,15 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
     return HIAR_SUCCESS;
 }
 
-/* Takes the submitted slots; with nothing to do and may_sleep, sleeps until a submit or stop. */
-static void take_queue(hiar_progress_t *p, int may_sleep)
+/* Takes the submitted slots; with nothing to do, sleeps until a submit or stop. */
+static void take_queue(hiar_progress_t *p)
 {
-    if ((p->nactive || !may_sleep) && !atomic_load_explicit(&p->pending, memory_order_acquire))
+    if (p->nactive && !atomic_load_explicit(&p->pending, memory_order_acquire))
         return; /* the lock only when a submit came: the submitting thread waits for it */
     pthread_mutex_lock(&p->mu);
     atomic_store_explicit(&p->pending, 0, memory_order_relaxed);
-    while (may_sleep && !p->nqueued && !p->nactive && !atomic_load(&p->stop)) {
-        p->sleeping = 1;
+    while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
         pthread_cond_wait(&p->wake, &p->mu);
-        p->sleeping = 0;
-    }
     for (int q = 0; q < p->nqueued; q++) {
         p->active[p->nactive++] = p->queue[q];
         p->neager += !p->slots[p->queue[q]].job.persistent;
@@ -233,7 +224,7 @@ static void *engine_main(void *arg)
     while (!atomic_load(&p->stop)) {
         int moved = 0;
         hiar_result_t rc;
-        take_queue(p, hiar_now_ns() - last > PROGRESS_SLEEP_NS);
+        take_queue(p);
         if (atomic_load_explicit(p->cfg.abort, memory_order_relaxed))
             rc = hiar_error_set(HIAR_COMM_FAILED, "between hosts: the communicator was aborted");
         else
@@ -364,8 +355,7 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
     pthread_mutex_lock(&p->mu);
     p->queue[p->nqueued++] = job->slot;
     atomic_store_explicit(&p->pending, 1, memory_order_release);
-    if (p->sleeping)
-        pthread_cond_signal(&p->wake);
+    pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     return HIAR_SUCCESS;
 }

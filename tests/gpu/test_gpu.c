@@ -726,8 +726,10 @@ int main(int argc, char **argv)
             printf("graph of bfloat16 count 262144: %d passed, %d failed so far\n", passed, failed);
         fflush(stdout);
         hiar_comm_destroy(comm);
-        /* Chunks of a third of a megabyte: between hosts, more pieces than the ring has positions. */
+        /* Chunks of a third of a megabyte: between hosts, more pieces than the ring has positions
+         * (a tenth as many replays: 1000 did not end within 120 s on the H200 machine). */
         comm = create("HIAR_BUFFER_SIZE=1M");
+        replays = (replays + 9) / 10;
         graph(comm, HIAR_BFLOAT16, 3 << 20);
         hiar_comm_destroy(comm);
         if (rank == 0)
