@@ -49,7 +49,7 @@ ucx_part() {
     mkdir -p /tmp/hiar-ucx && tar xJf "$UCX_TAR" -C /tmp/hiar-ucx
     local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
     local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
-    # HIAR_MPI_DEVICE=1: auto says no where UCX's cuda_copy probe finds no GPU (net/mpidev.c).
+    # HIAR_MPI_DEVICE=1: the step between hosts hands MPI device pointers only when forced (core/gpu.c: wrong sums here so far).
     run ucx $u -x HIAR_MPI_DEVICE=1 $as ./tests/gpu/test_gpu --quick
     # -o avg: the inter column's MPI_Allreduce stays staged (Open MPI's collectives crash on device memory).
     run ucx $u -x HIAR_MPI_DEVICE=1 $as ./bench/hiar-bench -m device -d bfloat16 -o avg --impl hiar --mpi-device \
