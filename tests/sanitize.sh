@@ -104,7 +104,8 @@ stage_tsan() {
     echo "== tsan: the progress engine's test under ThreadSanitizer"
     # base/error.c includes mpi.h, hence mpicc; nothing here calls MPI.
     if ! "$cc" -std=c11 -D_GNU_SOURCE -DHIAR_TEST_NO_MPI -g -O1 -fsanitize=thread -I"$src/src" -I"$src" -I. \
-        "$src/src/net/progress.c" "$src/src/base/error.c" "$src/tests/unit/test_progress.c" -o "$exe" -pthread \
+        "$src/src/net/progress.c" "$src/src/base/error.c" "$src/src/base/log.c" "$src/src/base/param.c" \
+        "$src/tests/unit/test_progress.c" -o "$exe" -pthread \
         >"$dir/tsan-build.log" 2>&1; then
         cat "$dir/tsan-build.log"
         echo "FAIL: tsan build"
