@@ -147,7 +147,8 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
-    int me, n, rounds, nslots, persistent, stall, direct;
+    int me, n, rounds, nslots, persistent, stall, direct, ahead;
+    atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
     int kernel_abort;
@@ -226,33 +227,74 @@ static void hand_over(rank_t *r, int slot, int round, int i)
     __atomic_store_n(&r->flags[slot][i % RING].ready, 1, __ATOMIC_RELEASE);
 }
 
-/* A round as the kernel runs it with one block: piece i goes out once piece i - RING is in. */
+/* Round `round` as the kernel runs it with one block: piece i goes out once piece i - RING is in. */
+static int kernel_round(rank_t *r, int round)
+{
+    const hiar_pieces_t g = pieces();
+    int npieces = hiar_pieces_count(&g), slot = round % r->nslots;
+
+    for (int i = 0; i - RING < npieces; i++) {
+        if (i >= RING) {
+            if (!await_arrival(r, &r->flags[slot][(i - RING) % RING]))
+                return 0;
+            check_piece(r, slot, round, i - RING);
+        }
+        if (i < npieces)
+            hand_over(r, slot, round, i);
+    }
+    return 1;
+}
+
+/* The GPU of a rank whose calls are queued ahead: the rounds' kernels in order, each once its call is made. */
+static void *stream_main(void *arg)
+{
+    rank_t *r = arg;
+
+    for (int round = 0; round < r->rounds; round++) {
+        uint64_t until = hiar_now_ns() + 5000000000ull;
+        while (atomic_load(&r->launched) <= round)
+            if (hiar_now_ns() > until || atomic_load(&r->abort))
+                return NULL;
+            else
+                sched_yield();
+        if (!kernel_round(r, round)) {
+            r->timed_out = 1;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * A rank's calls: each submits its job and then runs its kernel, or, with
+ * `ahead`, only submits (waiting for a slot as a call does) while a stream
+ * thread runs the kernels behind, so several jobs are out at once.
+ */
 static void *device_main(void *arg)
 {
     rank_t *r = arg;
     hiar_wait_t w = hiar_wait_begin(5000, &r->abort, "test submit");
-    const hiar_pieces_t g = pieces();
-    int npieces = hiar_pieces_count(&g);
+    pthread_t stream;
 
+    if (r->ahead && !r->stall)
+        pthread_create(&stream, NULL, stream_main, r);
     for (int round = 0; round < r->rounds; round++) {
         int slot = round % r->nslots;
         hiar_progress_job_t job = job_of(r, slot);
         if ((!r->persistent || round < r->nslots) &&
             (r->submit_rc = hiar_progress_submit(r->engine, &job, &w)) != HIAR_SUCCESS)
-            return NULL;
-        if (r->stall)
-            continue; /* a rank whose kernels never come */
-        for (int i = 0; i - RING < npieces; i++) {
-            if (i >= RING) {
-                if (!await_arrival(r, &r->flags[slot][(i - RING) % RING])) {
-                    r->timed_out = 1;
-                    return NULL;
-                }
-                check_piece(r, slot, round, i - RING);
-            }
-            if (i < npieces)
-                hand_over(r, slot, round, i);
+            break;
+        if (r->ahead)
+            atomic_store(&r->launched, round + 1);
+        else if (!r->stall && !kernel_round(r, round)) { /* a stalled rank's kernels never come */
+            r->timed_out = 1;
+            break;
         }
+    }
+    if (r->ahead && !r->stall) {
+        if (r->submit_rc != HIAR_SUCCESS)
+            atomic_store(&r->abort, 1);
+        pthread_join(stream, NULL);
     }
     return NULL;
 }
@@ -266,7 +308,7 @@ static void expect(int ok, const char *what)
 }
 
 typedef struct {
-    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct;
+    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct, ahead;
 } scenario_t;
 
 /* Runs the ranks; returns their states (the caller frees). */
@@ -282,7 +324,8 @@ static rank_t *run(const scenario_t *sc, int *left)
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
                                       sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
-                      .persistent = sc->persistent, .stall = k == sc->stall_rank, .direct = sc->direct};
+                      .persistent = sc->persistent, .stall = k == sc->stall_rank, .direct = sc->direct,
+                      .ahead = sc->ahead};
         r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
         memset(r->recv, GAP, sizeof(r->recv));
         if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
@@ -305,12 +348,12 @@ static void finish(rank_t *ranks, int n, int *left)
 }
 
 /* Every rank gets every other's pieces, round after round, through reused slots. */
-static void test_rounds(int n, int nslots, int persistent, int direct)
+static void test_rounds(int n, int nslots, int persistent, int direct, int ahead)
 {
-    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct};
+    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct, ahead};
     int left, wrong = 0, bad = 0;
     rank_t *ranks = run(&sc, &left);
-    char what[128];
+    char what[200];
 
     for (int k = 0; k < n; k++) {
         wrong += ranks[k].wrong;
@@ -325,9 +368,9 @@ static void test_rounds(int n, int nslots, int persistent, int direct)
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s: 40 rounds, every byte as sent, slots %s after",
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after",
              n, nslots, persistent ? "persistent" : "eager", direct ? " sent from the call's bytes" : "",
-             persistent ? "kept" : "free");
+             ahead ? ", calls queued ahead of their kernels" : "", persistent ? "kept" : "free");
     expect(wrong == 0 && bad == 0 && left == 0, what);
 }
 
@@ -372,7 +415,7 @@ static void test_pieces(void)
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
 static void test_stall(void)
 {
-    scenario_t sc = {3, 1, 1, 0, 2, 200, 0};
+    scenario_t sc = {3, 1, 1, 0, 2, 200, 0, 0};
     int left, ok = 1;
     uint64_t t0 = hiar_now_ns();
     rank_t *ranks = run(&sc, &left);
@@ -459,7 +502,8 @@ static void test_bad_jobs(void)
 /* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
 static int mpi_main(int argc, char **argv)
 {
-    static const int cases[][3] = {{1, 0, 0}, {3, 0, 0}, {2, 1, 0}, {2, 0, 1}}; /* slots, persistent, direct */
+    static const int cases[][4] = {{1, 0, 0, 0}, {3, 0, 0, 0}, {2, 1, 0, 0}, {2, 0, 1, 0}, {3, 0, 0, 1}};
+    /* slots, persistent, direct, ahead */
     int level, me, n, bad = 0;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
@@ -479,7 +523,7 @@ static int mpi_main(int argc, char **argv)
                                       .kernel_abort = &r->kernel_abort};
         int ok;
         *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1],
-                      .direct = cases[c][2]};
+                      .direct = cases[c][2], .ahead = cases[c][3]};
         memset(r->recv, GAP, sizeof(r->recv));
         ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
         if (ok) {
@@ -493,8 +537,9 @@ static int mpi_main(int argc, char **argv)
         hiar_port_mpi_free(&cfg.port);
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (me == 0)
-            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s: 40 rounds, every byte as sent\n", ok ? "PASS" : "FAIL",
-                   n, cases[c][0], cases[c][1] ? "persistent" : "eager", cases[c][2] ? " sent from the call's bytes" : "");
+            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent\n",
+                   ok ? "PASS" : "FAIL", n, cases[c][0], cases[c][1] ? "persistent" : "eager",
+                   cases[c][2] ? " sent from the call's bytes" : "", cases[c][3] ? ", calls queued ahead" : "");
         bad += !ok;
         free(r);
     }
@@ -513,13 +558,15 @@ int main(int argc, char **argv)
     (void)argv;
 #endif
     test_pieces();
-    test_rounds(2, 1, 0, 0);
-    test_rounds(2, 3, 0, 0);
-    test_rounds(3, 2, 0, 0);
-    test_rounds(4, 4, 0, 0);
-    test_rounds(3, 2, 1, 0);
-    test_rounds(3, 2, 0, 1);
-    test_rounds(2, 1, 1, 1);
+    test_rounds(2, 1, 0, 0, 0);
+    test_rounds(2, 3, 0, 0, 0);
+    test_rounds(3, 2, 0, 0, 0);
+    test_rounds(4, 4, 0, 0, 0);
+    test_rounds(3, 2, 1, 0, 0);
+    test_rounds(3, 2, 0, 1, 0);
+    test_rounds(2, 1, 1, 1, 0);
+    test_rounds(2, 4, 0, 0, 1);
+    test_rounds(4, 3, 0, 1, 1);
     test_stall();
     test_abort();
     test_bad_jobs();
