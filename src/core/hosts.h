@@ -1,10 +1,10 @@
 /*
  * The step between hosts of hierarchical device calls, on the progress
  * engine (net/progress.h) and the GPU (cuda/hosts.cu), in CUDA builds: after
- * the reduce-scatter in the group, one kernel per job of pieces of the
- * shards this rank owns hands them to the engine's thread, which exchanges
- * them over MPI with the shard's owners on the other hosts, and reduces
- * what arrives; the all-gather follows.  The call only enqueues kernels and
+ * the reduce-scatter in the group, one kernel per shard this rank owns (a
+ * job: the shard's pieces in every chunk, through a ring) hands them to the
+ * engine's thread, which exchanges them over MPI with the shard's owners on
+ * the other hosts, and reduces what arrives; the all-gather follows.  The call only enqueues kernels and
  * jobs, so it returns at once, and a CUDA graph can capture it.
  *
  * It needs MPI_THREAD_MULTIPLE: the thread calls MPI while the application
