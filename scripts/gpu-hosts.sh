@@ -11,14 +11,10 @@ part=${2:-all}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+. "$(dirname "$0")/gpu-lib.sh"
+outcome() { grep -E "passed|FAIL|Avg bus" "$1" | tail -n 3; }
 run() { # log name, then the command
-    local name=$1
-    shift
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout "${HIAR_RUN_TIMEOUT:-240}" "$@" >>"$out/$name.log" 2>&1
-    local rc=$?
-    grep -E "passed|FAIL|Avg bus" "$out/$name.log" | tail -n 3 | tee -a "$out/summary.txt"
-    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    gpu_run "$1" "${HIAR_RUN_TIMEOUT:-240}" outcome "${@:2}"
 }
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d

@@ -24,14 +24,10 @@ mpi="mpirun --oversubscribe --bind-to none -np 4 -x HIAR_TIMEOUT_MS -x CUDA_MPS_
 # Ranks 0,1 on host A, 2,3 on host B: hiar's step between them goes over MPI.
 hosts='HIAR_HOST_ID=host$((OMPI_COMM_WORLD_RANK / 2)) exec "$@"'
 bench="./bench/hiar-bench -m device -d bfloat16 --split -b 64K -e 256M -f 4 -n 20 -w 5"
+. "$(dirname "$0")/gpu-lib.sh"
+table() { grep -E '^# split: link|^#.*hiar/max|^ +[0-9]|Out of bounds|plot' "$1"; }
 run() { # log name, then the command
-    local name=$1
-    shift
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 280 "$@" >>"$out/$name.log" 2>&1
-    local rc=$?
-    grep -E '^# split: link|^#.*hiar/max|^ +[0-9]|Out of bounds|plot' "$out/$name.log" | tee -a "$out/summary.txt"
-    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    gpu_run "$1" 280 table "${@:2}"
 }
 run staged $mpi sh -c "$hosts" sh $bench --impl hiar,mpi -o sum --json-file "$out/staged.json"
 python3 scripts/hiar-plot "$out/staged.json" "$out/staged.svg" && echo "plot: $out/staged.svg" | tee -a "$out/summary.txt"

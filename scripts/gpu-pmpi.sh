@@ -15,15 +15,12 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 lib=$PWD/.libs/libhiar_mpi.so
 mpi="mpirun --oversubscribe --bind-to none -np 2 -x HIAR_TIMEOUT_MS -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
+. "$(dirname "$0")/gpu-lib.sh"
 run() { # log name, grep pattern, then the command
-    local name=$1 pattern=$2
-    shift 2
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 150 "$@" >>"$out/$name.log" 2>&1
-    local rc=$?
-    grep -E "$pattern" "$out/$name.log" | tail -n 30 | tee -a "$out/summary.txt"
-    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    local pattern=$2
+    gpu_run "$1" 150 matching "${@:3}"
 }
+matching() { grep -E "$pattern" "$1" | tail -n 30; }
 run device 'passed|FAIL|expect|hiar-pmpi' env srcdir=. top_builddir=. MPIRUN=mpirun \
     HIAR_TEST_MPIRUN_ARGS="-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY" sh tests/pmpi/pmpi-device.test
 for d in bfloat16 float32; do

@@ -19,14 +19,10 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 ngpu=$(nvidia-smi -L | wc -l)
+. "$(dirname "$0")/gpu-lib.sh"
+outcome() { grep -E "passed|PASS|FAIL|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$1" | tail -n 2; }
 run() { # log name, then the command
-    local name=$1
-    shift
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 150 "$@" >>"$out/$name.log" 2>&1
-    local rc=$?
-    grep -E "passed|PASS|FAIL|Avg bus|ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" | tail -n 2 | tee -a "$out/summary.txt"
-    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    gpu_run "$1" 150 outcome "${@:2}"
 }
 mps_start() {
     mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

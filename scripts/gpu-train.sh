@@ -22,16 +22,11 @@ mkdir -p "$out"
 # A bug that deadlocks a kernel should cost seconds, not the default 10 minutes.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+. "$(dirname "$0")/gpu-lib.sh"
+# The last run's table (from its '== ' line on): '# train:', the column names, a row per implementation, n/a reasons.
+table() { tac "$1" | sed '/^== /q' | tac | grep -E '^# train:|^# +impl|^ *(hiar|mpi|nccl) |n/a:|hiar-bench:'; }
 run() { # log name, then the command
-    local name=$1
-    shift
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout 200 "$@" >>"$out/$name.log" 2>&1
-    local rc=$?
-    # This run's table (from its '== ' line on): '# train:', the column names, a row per implementation, n/a reasons.
-    tac "$out/$name.log" | sed '/^== /q' | tac | grep -E '^# train:|^# +impl|^ *(hiar|mpi|nccl) |n/a:|hiar-bench:' |
-        tee -a "$out/summary.txt"
-    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    gpu_run "$1" 200 table "${@:2}"
 }
 mpi="mpirun --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE -x HIAR_TIMEOUT_MS -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY"
 bench="./bench/hiar-bench -m device --train --buckets 8 --bucket-bytes 25M -d bfloat16 -o sum"

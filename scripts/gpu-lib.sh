@@ -1,0 +1,18 @@
+# Sourced by the scripts/gpu-*.sh (with $out set): their one way to run a step.
+#
+#   gpu_run NAME SECONDS FILTER COMMAND...
+#
+# runs COMMAND, at most SECONDS, into $out/NAME.log under a "== COMMAND"
+# line (also in $out/summary.txt), then appends to the summary what
+# `FILTER LOG` prints (each script's own choice of lines) and the exit
+# status.  Returns COMMAND's status.
+gpu_run() {
+    local name=$1 secs=$2 filter=$3 rc
+    shift 3
+    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
+    timeout "$secs" "$@" >>"$out/$name.log" 2>&1
+    rc=$?
+    "$filter" "$out/$name.log" | tee -a "$out/summary.txt"
+    echo "-> exit $rc" | tee -a "$out/summary.txt"
+    return $rc
+}
