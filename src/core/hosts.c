@@ -52,7 +52,8 @@ struct hiar_hosts {
     hiar_hosts_gpu_t *gpu;
     int nshards;
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
-    int *next_tag; /* [links]: the next job's tag, counted alike by every rank of the link */
+    int *next_tag;  /* [links]: the next eager job's tag, counted alike by every rank of the link */
+    int *kept_tags; /* [links]: tags captured jobs keep, from the top of the range down */
     int device_pointers, device;
     int next_eager, next_kept;
     hiar_hosts_area_t ring; /* the eager jobs' memory */
@@ -109,7 +110,8 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
 
     h->nshards = t->nshards;
     if (!links || !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
-        !(h->next_tag = calloc((size_t)t->nshards, sizeof(int)))) {
+        !(h->next_tag = calloc((size_t)t->nshards, sizeof(int))) ||
+        !(h->kept_tags = calloc((size_t)t->nshards, sizeof(int)))) {
         free(links);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the links of %d shards", t->nshards);
     }
@@ -180,11 +182,38 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
 }
 
 /*
+ * A job's tag, counted alike by every rank of the link (calls and captures
+ * come in the same order everywhere).  Captured jobs keep theirs for the
+ * comm's life, taken from the top of the range down; eager ones cycle
+ * through the rest, so that no eager job shares a tag with a captured one
+ * that a graph may replay at the same time.
+ */
+static hiar_result_t take_tag(hiar_hosts_t *h, int link, int capturing, int *tag)
+{
+    int top = hiar_progress_max_job_tag(&h->port);
+
+    if (capturing) {
+        if (h->kept_tags[link] >= top)
+            return hiar_error_set(HIAR_UNSUPPORTED, "between hosts: %d captured steps would leave no MPI tag for "
+                                                    "eager calls (the MPI's tag bound allows %d jobs); capture "
+                                                    "fewer calls, or use another comm", h->kept_tags[link] + 1,
+                                  top + 1);
+        *tag = top - h->kept_tags[link]++;
+        return HIAR_SUCCESS;
+    }
+    if (h->next_tag[link] > top - h->kept_tags[link])
+        h->next_tag[link] = 0;
+    *tag = h->next_tag[link]++;
+    return HIAR_SUCCESS;
+}
+
+/*
  * The ring and the blocks of a job of npieces.  The ring, a power of two,
  * follows from npieces alone, so every rank of a link numbers positions
- * alike (their kernels' caps may differ): a job that fits it takes a
- * position per piece.  The blocks, a power of two at most the kernel's cap,
- * divide it.
+ * alike (their kernels' caps may differ): a job of at most 16 pieces takes
+ * a position per piece, the ring rounded up to a power of two (positions
+ * past the last piece stay unused).  The blocks, a power of two at most the
+ * kernel's cap and the pieces (half the ring for longer jobs), divide it.
  */
 static void shape(unsigned cap, int npieces, int *ring, int *blocks)
 {
@@ -198,9 +227,16 @@ static void shape(unsigned cap, int npieces, int *ring, int *blocks)
     *blocks = g;
 }
 
-/* The eager slots' flags with the shared ring's memory; a captured job's own (allocated now, exact). */
-static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, size_t need, int n, hiar_hosts_area_t *a)
+/*
+ * The eager slots' flags with the shared ring's memory; a captured job's
+ * own, allocated now for the positions it uses.
+ */
+static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, const hiar_progress_job_t *job, int n,
+                              hiar_hosts_area_t *a)
 {
+    int used = hiar_pieces_count(&job->pieces) < job->ring ? hiar_pieces_count(&job->pieces) : job->ring;
+    size_t need = (size_t)used * job->stride;
+
     if (capturing)
         return hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(n - 1) * need,
                                    h->device_pointers, a);
@@ -231,10 +267,9 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
     HIAR_CHECK(take_slot(h, capturing, &slot));
     /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
-    HIAR_CHECK(job_area(h, slot, capturing, (size_t)job.ring * job.stride, k.n, &a));
+    HIAR_CHECK(job_area(h, slot, capturing, &job, k.n, &a));
+    HIAR_CHECK(take_tag(h, link, capturing, &job.tag));
     job.slot = slot;
-    job.tag = h->next_tag[link];
-    h->next_tag[link] = (h->next_tag[link] + 1) % (hiar_progress_max_job_tag(&h->port) + 1);
     job.send = h->device_pointers ? NULL : a.send_host;
     job.data = c->recvbuf;
     job.recv = a.recv_host;
@@ -245,10 +280,13 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.flags = a.flags_dev;
     k.stride = job.stride;
     k.ring = job.ring;
-    if (!capturing)
-        k.turn = h->turn = h->turn + 1 ? h->turn + 1 : 1;
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
-    return hiar_hosts_reduce(h->gpu, &k, c);
+    /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
+    if (!capturing)
+        k.turn = h->turn + 1 ? h->turn + 1 : 1;
+    HIAR_CHECK(hiar_hosts_reduce(h->gpu, &k, c));
+    h->turn = capturing ? h->turn : k.turn;
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
@@ -287,5 +325,6 @@ void hiar_hosts_free(hiar_hosts_t *h)
         hiar_hosts_gpu_destroy(h->gpu);
     free(h->link_of);
     free(h->next_tag);
+    free(h->kept_tags);
     free(h);
 }

@@ -33,7 +33,7 @@ typedef struct {
     hiar_progress_job_t job;
     int npieces;
     position_t *pos; /* [HIAR_PROGRESS_MAX_RING], allocated at the slot's first job */
-    int arrived;     /* pieces of an eager job that arrived */
+    unsigned long long arrived; /* pieces that arrived (a persistent job's over every replay) */
 } slot_t;
 
 struct hiar_progress {
@@ -69,7 +69,7 @@ static void log_active(const hiar_progress_t *p)
                             sl->pos[q].inflight ? "*" : "", __atomic_load_n(&f->ready, __ATOMIC_RELAXED),
                             __atomic_load_n(&f->arrived, __ATOMIC_RELAXED));
         }
-        HIAR_WARN(MPI, "between hosts, %s job in slot %d, tag %d: %d of %d pieces arrived; position:piece"
+        HIAR_WARN(MPI, "between hosts, %s job in slot %d, tag %d: %llu pieces arrived of %d a round; position:piece"
                        "(* in flight) (ready, arrived):%s",
                   sl->job.persistent ? "a persistent" : "an eager", p->active[a], sl->job.tag, sl->arrived,
                   sl->npieces, line);
@@ -179,7 +179,7 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
         slot_t *sl = &p->slots[p->active[a]];
         for (int q = 0; q < sl->job.ring; q++)
             HIAR_CHECK(step_position(p, p->active[a], q, now, moved));
-        if (!sl->job.persistent && sl->arrived == sl->npieces) {
+        if (!sl->job.persistent && sl->arrived == (unsigned long long)sl->npieces) {
             atomic_store_explicit(&sl->busy, 0, memory_order_release);
             p->active[a] = p->active[--p->nactive];
             p->neager--;

@@ -147,7 +147,7 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
-    int me, n, rounds, nslots, persistent, stall, direct, ahead;
+    int me, n, rounds, nslots, persistent, stall, direct, ahead, shared;
     atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
@@ -171,11 +171,17 @@ static hiar_pieces_t pieces(void)
     return hiar_pieces_make(BYTES, CHUNK, 1, 1, 0, PIECE_BYTES);
 }
 
+/* The send and receive areas of a slot: its own, or with `shared` one for all, as the eager jobs' ring. */
+static int area_of(const rank_t *r, int slot)
+{
+    return r->shared ? 0 : slot;
+}
+
 static hiar_progress_job_t job_of(rank_t *r, int slot)
 {
     return (hiar_progress_job_t){slot, slot, r->persistent, 0, RING, pieces(), RECV_STRIDE,
-                                 r->direct ? NULL : (char *)r->send[slot], (char *)r->data[slot],
-                                 (char *)r->recv[slot],
+                                 r->direct ? NULL : (char *)r->send[area_of(r, slot)], (char *)r->data[slot],
+                                 (char *)r->recv[area_of(r, slot)],
                                  r->flags[slot]};
 }
 
@@ -204,7 +210,7 @@ static void check_piece(rank_t *r, int slot, int round, int i)
         const unsigned char *got;
         if (from == r->me)
             continue;
-        got = r->recv[slot] + ((size_t)(i % RING) * (size_t)(r->n - 1) + (size_t)(from < r->me ? from : from - 1)) *
+        got = r->recv[area_of(r, slot)] + ((size_t)(i % RING) * (size_t)(r->n - 1) + (size_t)(from < r->me ? from : from - 1)) *
                                   RECV_STRIDE;
         for (size_t j = 0; j < bytes; j++)
             r->wrong += got[j] != value(from, round, off + j);
@@ -221,7 +227,7 @@ static void hand_over(rank_t *r, int slot, int round, int i)
     unsigned char *to;
 
     hiar_pieces_at(&g, i, &off, &bytes);
-    to = r->direct ? r->data[slot] + off : r->send[slot][i % RING];
+    to = r->direct ? r->data[slot] + off : r->send[area_of(r, slot)][i % RING];
     for (size_t j = 0; j < bytes; j++)
         to[j] = value(r->me, round, off + j);
     __atomic_store_n(&r->flags[slot][i % RING].ready, 1, __ATOMIC_RELEASE);
@@ -308,7 +314,7 @@ static void expect(int ok, const char *what)
 }
 
 typedef struct {
-    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct, ahead;
+    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct, ahead, shared;
 } scenario_t;
 
 /* Runs the ranks; returns their states (the caller frees). */
@@ -325,7 +331,7 @@ static rank_t *run(const scenario_t *sc, int *left)
                                       sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
                       .persistent = sc->persistent, .stall = k == sc->stall_rank, .direct = sc->direct,
-                      .ahead = sc->ahead};
+                      .ahead = sc->ahead, .shared = sc->shared};
         r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
         memset(r->recv, GAP, sizeof(r->recv));
         if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
@@ -347,10 +353,13 @@ static void finish(rank_t *ranks, int n, int *left)
     free(ranks);
 }
 
+enum { PERSISTENT = 1, DIRECT = 2, AHEAD = 4, SHARED = 8 };
+
 /* Every rank gets every other's pieces, round after round, through reused slots. */
-static void test_rounds(int n, int nslots, int persistent, int direct, int ahead)
+static void test_rounds(int n, int nslots, int how)
 {
-    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct, ahead};
+    int persistent = how & PERSISTENT, direct = how & DIRECT, ahead = how & AHEAD;
+    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct, ahead, how & SHARED};
     int left, wrong = 0, bad = 0;
     rank_t *ranks = run(&sc, &left);
     char what[200];
@@ -368,9 +377,10 @@ static void test_rounds(int n, int nslots, int persistent, int direct, int ahead
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after",
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s%s: 40 rounds, every byte as sent, slots %s after",
              n, nslots, persistent ? "persistent" : "eager", direct ? " sent from the call's bytes" : "",
-             ahead ? ", calls queued ahead of their kernels" : "", persistent ? "kept" : "free");
+             ahead ? ", calls queued ahead of their kernels" : "", how & SHARED ? ", one ring for all" : "",
+             persistent ? "kept" : "free");
     expect(wrong == 0 && bad == 0 && left == 0, what);
 }
 
@@ -415,7 +425,7 @@ static void test_pieces(void)
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
 static void test_stall(void)
 {
-    scenario_t sc = {3, 1, 1, 0, 2, 200, 0, 0};
+    scenario_t sc = {3, 1, 1, 0, 2, 200, 0, 0, 0};
     int left, ok = 1;
     uint64_t t0 = hiar_now_ns();
     rank_t *ranks = run(&sc, &left);
@@ -502,8 +512,9 @@ static void test_bad_jobs(void)
 /* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
 static int mpi_main(int argc, char **argv)
 {
-    static const int cases[][4] = {{1, 0, 0, 0}, {3, 0, 0, 0}, {2, 1, 0, 0}, {2, 0, 1, 0}, {3, 0, 0, 1}};
-    /* slots, persistent, direct, ahead */
+    static const int cases[][5] = {{1, 0, 0, 0, 0}, {3, 0, 0, 0, 0}, {2, 1, 0, 0, 0}, {2, 0, 1, 0, 0},
+                                   {3, 0, 0, 1, 0}, {4, 0, 0, 1, 1}};
+    /* slots, persistent, direct, ahead, shared */
     int level, me, n, bad = 0;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
@@ -523,7 +534,7 @@ static int mpi_main(int argc, char **argv)
                                       .kernel_abort = &r->kernel_abort};
         int ok;
         *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1],
-                      .direct = cases[c][2], .ahead = cases[c][3]};
+                      .direct = cases[c][2], .ahead = cases[c][3], .shared = cases[c][4]};
         memset(r->recv, GAP, sizeof(r->recv));
         ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
         if (ok) {
@@ -537,9 +548,10 @@ static int mpi_main(int argc, char **argv)
         hiar_port_mpi_free(&cfg.port);
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (me == 0)
-            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent\n",
+            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s%s%s: 40 rounds, every byte as sent\n",
                    ok ? "PASS" : "FAIL", n, cases[c][0], cases[c][1] ? "persistent" : "eager",
-                   cases[c][2] ? " sent from the call's bytes" : "", cases[c][3] ? ", calls queued ahead" : "");
+                   cases[c][2] ? " sent from the call's bytes" : "", cases[c][3] ? ", calls queued ahead" : "",
+                   cases[c][4] ? ", one ring for all" : "");
         bad += !ok;
         free(r);
     }
@@ -558,15 +570,16 @@ int main(int argc, char **argv)
     (void)argv;
 #endif
     test_pieces();
-    test_rounds(2, 1, 0, 0, 0);
-    test_rounds(2, 3, 0, 0, 0);
-    test_rounds(3, 2, 0, 0, 0);
-    test_rounds(4, 4, 0, 0, 0);
-    test_rounds(3, 2, 1, 0, 0);
-    test_rounds(3, 2, 0, 1, 0);
-    test_rounds(2, 1, 1, 1, 0);
-    test_rounds(2, 4, 0, 0, 1);
-    test_rounds(4, 3, 0, 1, 1);
+    test_rounds(2, 1, 0);
+    test_rounds(2, 3, 0);
+    test_rounds(3, 2, 0);
+    test_rounds(4, 4, 0);
+    test_rounds(3, 2, PERSISTENT);
+    test_rounds(3, 2, DIRECT);
+    test_rounds(2, 1, PERSISTENT | DIRECT);
+    test_rounds(2, 4, AHEAD);
+    test_rounds(4, 3, DIRECT | AHEAD);
+    test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
     test_stall();
     test_abort();
     test_bad_jobs();
