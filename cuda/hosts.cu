@@ -10,9 +10,12 @@
  * positions per block, a block copies a piece out while its earlier ones
  * are on the wire.
  *
- * A block waits only for the thread, never for another block: the kernel
- * needs no room beyond its own blocks.  Its blocks count in the GPU's share
- * like the group's kernels (ranks of the comm on one GPU each get theirs).
+ * A block waits only for the thread, never for another block of its
+ * kernel: the kernel needs no room beyond its own blocks.  Its blocks count
+ * in the GPU's share like the group's kernels (ranks of the comm on one GPU
+ * each get theirs).  An eager kernel first waits for its turn (take_turn),
+ * which on one stream is already its own; on another stream its blocks wait
+ * for the earlier call's kernel to end.
  */
 #include <cuda_runtime.h>
 

@@ -57,8 +57,7 @@ static int choice_index(const char *choices, const char *text)
     return -1;
 }
 
-/* Whole non-negative decimal with an optional K/M/G (x1024) suffix. */
-static int parse_number(const char *text, int allow_suffix, long long *num)
+int hiar_parse_number(const char *text, int allow_suffix, long long *num)
 {
     char *end;
     unsigned long long value;
@@ -101,13 +100,13 @@ hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *
         ok = value >= 0;
         break;
     case HIAR_PTYPE_SIZE:
-        ok = parse_number(text, 1, &value) == 0;
+        ok = hiar_parse_number(text, 1, &value) == 0;
         break;
     case HIAR_PTYPE_INT:
-        ok = parse_number(text, 0, &value) == 0 && value <= INT_MAX;
+        ok = hiar_parse_number(text, 0, &value) == 0 && value <= INT_MAX;
         break;
     case HIAR_PTYPE_BOOL:
-        ok = parse_number(text, 0, &value) == 0 && value <= 1;
+        ok = hiar_parse_number(text, 0, &value) == 0 && value <= 1;
         break;
     }
     if (!ok) {

@@ -44,6 +44,9 @@ typedef struct {
 
 extern const hiar_param_info_t hiar_param_table[HIAR_PARAM_COUNT];
 
+/* A whole non-negative decimal, with allow_suffix an optional K/M/G (x1024) and B or iB: 0, else -1. */
+int hiar_parse_number(const char *text, int allow_suffix, long long *num);
+
 /* Parse one value of parameter id; on failure the last error says why. */
 hiar_result_t hiar_param_parse(hiar_param_id_t id, const char *text, long long *num);
 

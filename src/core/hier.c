@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "base/pieces.h"
 #include "base/reduce.h"
 #include "core/hier.h"
 #include "net/inter.h"
@@ -123,15 +124,14 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
         size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk;
         for (int s = t->local; s < t->nshards; s += t->local_size) {
-            size_t lo, hi;
-            hiar_ipc_shard_range(cbytes, t->nshards, s, &lo, &hi);
-            hi = hi < cbytes ? hi : cbytes;
-            if (lo >= hi)
+            size_t lo, n;
+            hiar_pieces_shard(cbytes, HIAR_IPC_SHARD_UNIT, t->nshards, s, &lo, &n);
+            if (!n)
                 continue;
             if (c->plan.between != HIAR_KERNEL_NONE)
-                HIAR_CHECK(gpu_between(comm, c, c0 + lo, hi - lo, s));
+                HIAR_CHECK(gpu_between(comm, c, c0 + lo, n, s));
             else
-                HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, hi - lo, t->shard_comm[s]));
+                HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, n, t->shard_comm[s]));
         }
     }
     return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);

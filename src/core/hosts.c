@@ -234,12 +234,12 @@ static void shape(unsigned cap, int npieces, int *ring, int *blocks)
 static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, const hiar_progress_job_t *job, int n,
                               hiar_hosts_area_t *a)
 {
-    int used = hiar_pieces_count(&job->pieces) < job->ring ? hiar_pieces_count(&job->pieces) : job->ring;
-    size_t need = (size_t)used * job->stride;
-
-    if (capturing)
+    if (capturing) {
+        int npieces = hiar_pieces_count(&job->pieces);
+        size_t need = (size_t)(npieces < job->ring ? npieces : job->ring) * job->stride;
         return hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(n - 1) * need,
                                    h->device_pointers, a);
+    }
     HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, h->device_pointers, a));
     a->send_host = h->ring.send_host;
     a->send_dev = h->ring.send_dev;
@@ -285,7 +285,8 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     if (!capturing)
         k.turn = h->turn + 1 ? h->turn + 1 : 1;
     HIAR_CHECK(hiar_hosts_reduce(h->gpu, &k, c));
-    h->turn = capturing ? h->turn : k.turn;
+    if (!capturing)
+        h->turn = k.turn;
     return HIAR_SUCCESS;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/param.h"
 #include "core/tune_cache.h"
 
 size_t hiar_tune_size(int i)
@@ -185,14 +186,9 @@ hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, con
 /* A whole decimal size in [0, HIAR_TUNE_LIMIT_MAX]. */
 static int parse_limit(const char *text, size_t *out)
 {
-    char *end;
-    unsigned long long v;
+    long long v;
 
-    if (*text < '0' || *text > '9')
-        return 0;
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno || *end || v > HIAR_TUNE_LIMIT_MAX)
+    if (hiar_parse_number(text, 0, &v) != 0 || (unsigned long long)v > HIAR_TUNE_LIMIT_MAX)
         return 0;
     *out = (size_t)v;
     return 1;
