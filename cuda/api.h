@@ -51,6 +51,16 @@ hiar_result_t hiar_cuda_sync(void *stream);
 /* *capturing = 1 while stream is being captured into a CUDA graph. */
 hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
 
+/*
+ * Sets this thread's capture interaction mode (cudaStreamCaptureMode) to
+ * relaxed, returning the one it had, for hiar_cuda_capture_mode_restore:
+ * the CUDA calls a thread then makes (hiar's, or an MPI's on its behalf,
+ * such as UCX pinning its staging memory) are not refused, and do not spoil
+ * a capture, while a stream of this or another thread is being captured.
+ */
+int hiar_cuda_capture_mode_relax(void);
+void hiar_cuda_capture_mode_restore(int mode);
+
 /* ---- CUDA IPC transport (cuda/ipc.cu) ---- */
 
 /* Shards start on 16-byte multiples of the chunk: whole vectors, whole elements. */
@@ -279,7 +289,7 @@ void hiar_ipc_destroy(hiar_ipc_t *ipc);
 typedef struct {
     hiar_pieces_t pieces;
     char *data;       /* the call's output: the rank's own pieces at their offsets, and the results */
-    char *send;       /* pinned host memory, position q at q * stride; NULL: the thread sends data */
+    char *send;       /* position q at q * stride, where the thread sends it from */
     const char *recv; /* position q at q * (n - 1) * stride: the other ranks' pieces in rank order, stride apart */
     uint32_t *flags;  /* the positions' flags as kernels see them */
     size_t stride;
@@ -301,18 +311,20 @@ hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots
 /* A slot's memory, as the host and as kernels see it. */
 typedef struct {
     uint32_t *flags_host, *flags_dev; /* HIAR_HOSTS_RING_MAX positions' flags, HIAR_HOSTS_FLAGS_BYTES apart */
-    char *send_host, *send_dev;       /* pinned host memory */
-    char *recv_host, *recv_dev;       /* pinned host memory, or device memory (then both are the device address) */
+    /* pinned host memory, or with on_device device memory (then host and dev are both the device address) */
+    char *send_host, *send_dev;
+    char *recv_host, *recv_dev;
 } hiar_hosts_area_t;
 
 /*
- * Slot `slot`'s memory with at least send_bytes (0: none needed) and
- * recv_bytes; allocated at first use (also while the stream is captured),
- * grown when too small (the old areas are freed with g: a kernel of the
- * slot's last job may still read them).
+ * Slot `slot`'s memory with at least send_bytes and recv_bytes (0: none
+ * needed), on the device with on_device (an MPI that takes device
+ * pointers), else pinned host memory; allocated at first use (also while
+ * the stream is captured), grown when too small (the old areas are freed
+ * with g: a kernel of the slot's last job may still read them).
  */
 hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
-                                  int recv_on_device, hiar_hosts_area_t *out);
+                                  int on_device, hiar_hosts_area_t *out);
 void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g);
 /* The word that makes running and future kernels give up (host address; the engine's kernel_abort). */
 int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);

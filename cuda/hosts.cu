@@ -2,8 +2,9 @@
  * The GPU's half of the step between hosts (the progress engine's ring and
  * flags: net/progress.h).  One kernel per job, the job a call's pieces of
  * one shard.  Block b takes pieces b, b + gridDim.x, ...: it hands each to
- * the thread (copied into its ring position's pinned host memory when the
- * MPI cannot read device memory, then `ready`), and a ring later, before
+ * the thread (copied into its ring position's send area, pinned host
+ * memory or, for an MPI that reads the GPU, device memory; then `ready`),
+ * and a ring later, before
  * the position takes its next piece, waits for `arrived` and reduces the
  * rank's own piece with the others' in the link's rank order, so every
  * rank gets the same bits, into the piece in place.  With ring / gridDim.x
@@ -32,8 +33,8 @@
 #define HOSTS_BLOCKS 16u
 
 /*
- * A slot's memory: flags and send areas in mapped host memory, recv there or
- * on the GPU.  An area that grows leaves its old allocation on a list freed
+ * A slot's memory: flags in mapped host memory, send and recv areas there
+ * or on the GPU.  An area that grows leaves its old allocation on a list freed
  * with the rest: a kernel of the slot's previous job may still read it, and
  * freeing (cudaFreeHost, cudaFree) would wait for the whole device, here
  * behind whatever the caller queued ahead of the call.
@@ -47,7 +48,7 @@ typedef struct retired {
 typedef struct {
     hiar_hosts_area_t area;
     size_t send_cap, recv_cap;
-    int recv_on_device;
+    int on_device;
 } hosts_slot_t;
 
 /* Device memory: whose turn it is among eager jobs, and the blocks of that turn's kernel that are done. */
@@ -91,7 +92,7 @@ __device__ __forceinline__ piece_t piece_of(const hiar_hosts_job_t &j, int i)
     size_t off, bytes, q = (size_t)(i % j.ring);
 
     hiar_pieces_at(&j.pieces, i, &off, &bytes);
-    return {j.data + off, j.send ? j.send + q * j.stride : nullptr, j.recv + q * (size_t)(j.n - 1) * j.stride,
+    return {j.data + off, j.send + q * j.stride, j.recv + q * (size_t)(j.n - 1) * j.stride,
             j.flags + q * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t), bytes};
 }
 
@@ -116,13 +117,12 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const pi
     }, [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.data, off, p.bytes, es, u); });
 }
 
-/* Block-wide: copies the piece out (where the MPI cannot read the GPU) and raises `ready`. */
+/* Block-wide: copies the piece to its position's send area and raises `ready`. */
 template <typename T>
 __device__ __forceinline__ void hand_over(const piece_t &p)
 {
-    if (p.send)
-        move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
-                      [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
+    move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
+                  [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence_system();
@@ -214,8 +214,8 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
         hosts_slot_t *sl = &g->slots[s];
         if (sl->area.flags_host)
             cudaFreeHost(sl->area.flags_host);
-        free_area(sl->area.send_host, 0);
-        free_area(sl->area.recv_host, sl->recv_on_device);
+        free_area(sl->area.send_host, sl->on_device);
+        free_area(sl->area.recv_host, sl->on_device);
     }
     while (g->retired) {
         retired_t *r = g->retired;
@@ -236,12 +236,10 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
  */
 static cudaError_t alloc_relaxed(void **p, size_t bytes, int on_device)
 {
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    cudaError_t err;
+    int mode = hiar_cuda_capture_mode_relax();
+    cudaError_t err = on_device ? cudaMalloc(p, bytes) : cudaHostAlloc(p, bytes, cudaHostAllocMapped);
 
-    cudaThreadExchangeStreamCaptureMode(&mode);
-    err = on_device ? cudaMalloc(p, bytes) : cudaHostAlloc(p, bytes, cudaHostAllocMapped);
-    cudaThreadExchangeStreamCaptureMode(&mode);
+    hiar_cuda_capture_mode_restore(mode);
     return err;
 }
 
@@ -273,7 +271,7 @@ static hiar_result_t grow(hiar_hosts_gpu_t *g, char **host, char **dev, size_t *
 }
 
 extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
-                                             int recv_on_device, hiar_hosts_area_t *out)
+                                             int on_device, hiar_hosts_area_t *out)
 {
     hosts_slot_t *sl = &g->slots[slot];
     size_t flag_bytes = HIAR_HOSTS_RING_MAX * HIAR_HOSTS_FLAGS_BYTES;
@@ -286,16 +284,16 @@ extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size
         sl->area.flags_host = (uint32_t *)p;
         HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&sl->area.flags_dev, p, 0));
     }
-    if (send_bytes)
-        HIAR_CHECK(grow(g, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, 0, 0,
-                        "cudaHostAlloc of a send area between hosts"));
-    if (recv_on_device != sl->recv_on_device)
-        sl->recv_cap = 0; /* a kind change reallocates */
-    HIAR_CHECK(grow(g, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, recv_on_device,
-                    sl->recv_on_device,
-                    recv_on_device ? "cudaMalloc of a receive area between hosts"
-                                   : "cudaHostAlloc of a receive area between hosts"));
-    sl->recv_on_device = recv_on_device;
+    if (on_device != sl->on_device)
+        sl->send_cap = sl->recv_cap = 0; /* a kind change reallocates */
+    HIAR_CHECK(grow(g, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, on_device,
+                    sl->on_device,
+                    on_device ? "cudaMalloc of a send area between hosts" : "cudaHostAlloc of a send area between hosts"));
+    HIAR_CHECK(grow(g, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, on_device,
+                    sl->on_device,
+                    on_device ? "cudaMalloc of a receive area between hosts"
+                              : "cudaHostAlloc of a receive area between hosts"));
+    sl->on_device = on_device;
     *out = sl->area;
     return HIAR_SUCCESS;
 }

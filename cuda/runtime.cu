@@ -149,6 +149,21 @@ extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes
     return rc == HIAR_SUCCESS ? hiar_cuda_sync(stream) : rc;
 }
 
+extern "C" int hiar_cuda_capture_mode_relax(void)
+{
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    return (int)mode;
+}
+
+extern "C" void hiar_cuda_capture_mode_restore(int mode)
+{
+    cudaStreamCaptureMode m = (cudaStreamCaptureMode)mode;
+
+    cudaThreadExchangeStreamCaptureMode(&m);
+}
+
 extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)
 {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

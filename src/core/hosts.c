@@ -18,8 +18,8 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
                "the kernels' view of the flags");
 
 /*
- * Pieces of at most 512 KB through a ring of 16 positions: 8 MB of this
- * rank's shard in flight, in 8 MB of pinned memory per peer and direction
+ * Pieces of at most 256 KB through a ring of 16 positions: 4 MB of this
+ * rank's shard in flight, in 4 MB of pinned memory per peer and direction
  * whatever the call's size.  One job, one kernel, serves all of a call's
  * pieces of a shard, so the wire never waits for a kernel's end between
  * them.  A job that fits the ring takes a block per piece; a longer one
@@ -27,9 +27,12 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * or reducing one while the other is on the wire.  Measured on the H200
  * machine (2 simulated hosts, bf16, --split, time over the link column's):
  * 0.84 at 64 MB and 0.75 at 256 MB that way, 0.91 and 0.76 with a block
- * per position.
+ * per position.  Pieces of 256 KB against 512 KB, in one run: 2396 against
+ * 3414 us at 16 MB (a shard of 8 MB then pipelines through the ring instead
+ * of filling it once), 9665 against 10096 at 64 MB, 31429 against 33652 at
+ * 256 MB; 128 KB pieces were slower at 64 MB (0.90 of the link, 0.80).
  */
-#define HOSTS_PIECE_BYTES ((size_t)512 << 10)
+#define HOSTS_PIECE_BYTES ((size_t)256 << 10)
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
  * Eager jobs take these slots in turn (their flags), and share one ring's
@@ -54,15 +57,33 @@ struct hiar_hosts {
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
     int *next_tag;  /* [links]: the next eager job's tag, counted alike by every rank of the link */
     int *kept_tags; /* [links]: tags captured jobs keep, from the top of the range down */
-    int device_pointers, device;
+    int device_pointers, device, timeout_ms;
     int next_eager, next_kept;
     hiar_hosts_area_t ring; /* the eager jobs' memory */
     unsigned turn;          /* the last eager job's */
 };
 
+/*
+ * The thread's CUDA calls, and those the MPI makes on it (UCX pins staging
+ * memory when it first needs it), must not be refused while the
+ * application captures a stream in the default (global) mode: seen on the
+ * H200 machine as UCX's cuMemHostRegister failing with "operation not
+ * permitted when stream is capturing", then MPI_ERR_INTERN.
+ */
 static void thread_init(void *arg)
 {
     hiar_cuda_use_device(*(int *)arg);
+    hiar_cuda_capture_mode_relax();
+}
+
+/* A captured job's first exchange, on the capturing thread: the MPI's CUDA calls must not spoil the capture. */
+static hiar_result_t warm_captured(hiar_hosts_t *h, const hiar_progress_job_t *job, int positions)
+{
+    int mode = hiar_cuda_capture_mode_relax();
+    hiar_result_t rc = hiar_progress_warm(&h->port, job, positions, h->timeout_ms);
+
+    hiar_cuda_capture_mode_restore(mode);
+    return rc;
 }
 
 static const char *blocking_reason(const hiar_hosts_config_t *cfg)
@@ -84,7 +105,7 @@ static size_t stride_of(size_t bytes)
 
 /*
  * The eager slots' flags, and the ring they share in slot 0 (a whole ring
- * of the largest pieces per peer and direction: 8 MB, 16 MB at 2 hosts).
+ * of the largest pieces per peer and direction: 4 MB, 8 MB at 2 hosts).
  * Every link crosses the same hosts: n ranks.
  */
 static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
@@ -92,8 +113,7 @@ static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
     size_t ring = HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
     hiar_hosts_area_t a;
 
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, h->device_pointers ? 0 : ring, (size_t)(n - 1) * ring,
-                                   h->device_pointers, &h->ring));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, ring, (size_t)(n - 1) * ring, h->device_pointers, &h->ring));
     for (int s = 1; s < HOSTS_EAGER_SLOTS; s++)
         HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, 0, 0, h->device_pointers, &a));
     return HIAR_SUCCESS;
@@ -128,7 +148,15 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);
     HIAR_CHECK(hiar_progress_start(&pc, &h->engine));
-    return n ? allocate_eager(h, h->port.size(h->port.ctx, 0)) : HIAR_SUCCESS;
+    if (!n)
+        return HIAR_SUCCESS;
+    HIAR_CHECK(allocate_eager(h, h->port.size(h->port.ctx, 0)));
+    for (int l = 0; l < n && h->device_pointers; l++) {
+        hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(HOSTS_PIECE_BYTES),
+                                   .send = h->ring.send_host, .recv = h->ring.recv_host};
+        HIAR_CHECK(hiar_progress_warm(&h->port, &job, HOSTS_RING, cfg->timeout_ms));
+    }
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_hosts_config_t *cfg,
@@ -147,6 +175,7 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
         else {
             h->device_pointers = cfg->device_pointers;
             h->device = cfg->device;
+            h->timeout_ms = cfg->timeout_ms;
             rc = connect(h, t, cfg);
         }
         if (rc != HIAR_SUCCESS)
@@ -237,8 +266,7 @@ static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, const hi
     if (capturing) {
         int npieces = hiar_pieces_count(&job->pieces);
         size_t need = (size_t)(npieces < job->ring ? npieces : job->ring) * job->stride;
-        return hiar_hosts_gpu_slot(h->gpu, slot, h->device_pointers ? 0 : need, (size_t)(n - 1) * need,
-                                   h->device_pointers, a);
+        return hiar_hosts_gpu_slot(h->gpu, slot, need, (size_t)(n - 1) * need, h->device_pointers, a);
     }
     HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, h->device_pointers, a));
     a->send_host = h->ring.send_host;
@@ -255,31 +283,34 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     hiar_progress_job_t job = {.link = link, .persistent = capturing};
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
+    int npieces;
 
     HIAR_ASSERT(link >= 0);
     job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
                                   HOSTS_PIECE_BYTES);
-    if (!hiar_pieces_count(&job.pieces))
+    if (!(npieces = hiar_pieces_count(&job.pieces)))
         return HIAR_SUCCESS;
     k.n = h->port.size(h->port.ctx, link);
     k.me = h->port.rank(h->port.ctx, link);
-    shape(hiar_hosts_gpu_blocks(h->gpu), hiar_pieces_count(&job.pieces), &job.ring, &k.blocks);
+    shape(hiar_hosts_gpu_blocks(h->gpu), npieces, &job.ring, &k.blocks);
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
     HIAR_CHECK(take_slot(h, capturing, &slot));
     /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
     HIAR_CHECK(job_area(h, slot, capturing, &job, k.n, &a));
     HIAR_CHECK(take_tag(h, link, capturing, &job.tag));
     job.slot = slot;
-    job.send = h->device_pointers ? NULL : a.send_host;
-    job.data = c->recvbuf;
+    job.send = a.send_host;
     job.recv = a.recv_host;
     job.flags = (hiar_piece_flags_t *)a.flags_host;
     k.pieces = job.pieces;
-    k.send = h->device_pointers ? NULL : a.send_dev;
+    k.send = a.send_dev;
     k.recv = a.recv_dev;
     k.flags = a.flags_dev;
     k.stride = job.stride;
     k.ring = job.ring;
+    /* A captured job's own memory meets the MPI now, not first in a replay (net/progress.h). */
+    if (capturing && h->device_pointers)
+        HIAR_CHECK(warm_captured(h, &job, npieces < job.ring ? npieces : job.ring));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)

@@ -90,17 +90,14 @@ static void engine_fail(hiar_progress_t *p, hiar_result_t rc)
         __atomic_store_n(p->cfg.kernel_abort, 1, __ATOMIC_RELEASE);
 }
 
-/* Position q's piece: receives from every other rank of the link into its place, and sends to each. */
-static hiar_result_t post_piece(hiar_progress_t *p, const hiar_progress_job_t *job, int q, position_t *s)
+/* Position q's bytes: receives from every other rank of the link into their places, and sends to each. */
+static hiar_result_t post_position(const hiar_port_t *port, const hiar_progress_job_t *job, int q, size_t bytes,
+                                   position_t *s)
 {
-    const hiar_port_t *port = &p->cfg.port;
     int me = port->rank(port->ctx, job->link), n = port->size(port->ctx, job->link), tag = (int)tag_of(job->tag, q);
-    size_t off, bytes;
     char *recv = job->recv + (size_t)q * (size_t)(n - 1) * job->stride;
-    const char *send = job->send ? job->send + (size_t)q * job->stride : NULL;
+    const char *send = job->send + (size_t)q * job->stride;
 
-    hiar_pieces_at(&job->pieces, s->piece, &off, &bytes);
-    send = send ? send : job->data + off;
     s->nreq = 0;
     for (int r = 0; r < n; r++)
         if (r != me)
@@ -113,10 +110,8 @@ static hiar_result_t post_piece(hiar_progress_t *p, const hiar_progress_job_t *j
 }
 
 /* Tests the requests still open (completed ones leave the array); *done once none are. */
-static hiar_result_t test_piece(hiar_progress_t *p, position_t *s, int *done)
+static hiar_result_t test_position(const hiar_port_t *port, position_t *s, int *done)
 {
-    const hiar_port_t *port = &p->cfg.port;
-
     for (int k = 0; k < s->nreq;) {
         int finished = 0;
         HIAR_CHECK(port->test(port->ctx, &s->req[k], &finished));
@@ -139,6 +134,7 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
     slot_t *sl = &p->slots[slot];
     position_t *s = &sl->pos[q];
     hiar_piece_flags_t *f = &sl->job.flags[q];
+    size_t off, bytes;
     int done;
 
     if (s->piece >= sl->npieces)
@@ -150,9 +146,10 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
         s->inflight = 1;
         s->since_ns = now;
         *moved = 1;
-        return post_piece(p, &sl->job, q, s);
+        hiar_pieces_at(&sl->job.pieces, s->piece, &off, &bytes);
+        return post_position(&p->cfg.port, &sl->job, q, bytes, s);
     }
-    HIAR_CHECK(test_piece(p, s, &done));
+    HIAR_CHECK(test_position(&p->cfg.port, s, &done));
     if (!done) {
         if (now - s->since_ns > (uint64_t)p->cfg.timeout_ms * 1000000u)
             return hiar_error_set(HIAR_TIMEOUT, "between hosts: piece %d of slot %d was not exchanged with every "
@@ -324,6 +321,50 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
         return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: a link of %d ranks (2 to %d expected), pieces of up "
                               "to %zu bytes %zu apart", n, HIAR_PROGRESS_MAX_LINK, largest, job->stride);
     return HIAR_SUCCESS;
+}
+
+/*
+ * The first exchange runs every size from 8 bytes up to the stride, 8x a
+ * step, so that each of the MPI's protocols (eager, rendezvous, pipelined
+ * staging) meets the memory once.
+ */
+#define WARM_STEP 8
+
+/* Every position's exchange of `bytes` at once, waited for until `until`. */
+static hiar_result_t warm_round(const hiar_port_t *port, const hiar_progress_job_t *job, int positions, size_t bytes,
+                                uint64_t until, int timeout_ms)
+{
+    position_t s[HIAR_PROGRESS_MAX_RING];
+    int left = positions;
+
+    for (int q = 0; q < positions; q++)
+        HIAR_CHECK(post_position(port, job, q, bytes, &s[q]));
+    while (left) {
+        left = 0;
+        for (int q = 0; q < positions; q++) {
+            int done;
+            HIAR_CHECK(test_position(port, &s[q], &done));
+            left += !done;
+        }
+        if (left && hiar_now_ns() > until)
+            return hiar_error_set(HIAR_TIMEOUT, "between hosts: the first exchange of a ring's memory with the "
+                                                "link's peers did not end within HIAR_TIMEOUT_MS=%d ms", timeout_ms);
+        if (left)
+            sched_yield();
+    }
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_progress_warm(const hiar_port_t *port, const hiar_progress_job_t *job, int positions,
+                                 int timeout_ms)
+{
+    uint64_t until = hiar_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+    for (size_t bytes = 8;; bytes = bytes * WARM_STEP < job->stride ? bytes * WARM_STEP : job->stride) {
+        HIAR_CHECK(warm_round(port, job, positions, bytes, until, timeout_ms));
+        if (bytes >= job->stride)
+            return HIAR_SUCCESS;
+    }
 }
 
 /* Waits (through wait, bounded) until slot is free; fails with the engine's error once it has one. */

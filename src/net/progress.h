@@ -68,12 +68,12 @@ typedef struct {
     hiar_pieces_t pieces; /* at least one piece, each at most INT_MAX bytes and at most stride */
     size_t stride;
     /*
-     * Position q sends send + q * stride; NULL: piece i is sent from
-     * data + its offset (an MPI that reads device memory).  It receives the
-     * others' pieces, in their rank order, stride apart, at
-     * recv + q * (link size - 1) * stride.
+     * Position q sends send + q * stride and receives the others' pieces,
+     * in their rank order, stride apart, at recv + q * (link size - 1) *
+     * stride: memory the job's owner keeps for the comm's life, so an MPI
+     * that caches registrations of device memory never meets a freed one.
      */
-    const char *send, *data;
+    const char *send;
     char *recv;
     hiar_piece_flags_t *flags; /* [ring], host addresses */
 } hiar_progress_job_t;
@@ -111,6 +111,18 @@ typedef struct {
 } hiar_progress_config_t;
 
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out);
+
+/*
+ * Exchanges the first `positions` positions of job's ring, stride bytes
+ * each, with every peer of its link, on the calling thread, and waits
+ * (bounded by timeout_ms) until all of it is done; the bytes carry nothing.
+ * An MPI that takes device memory registers it, maps its peers' and sizes
+ * its staging on first use, and some of that waits for the whole GPU (seen
+ * under CUDA MPS): done here, before any kernel waits for the engine, it
+ * never waits behind one.  Every rank of the link calls it alike.
+ */
+hiar_result_t hiar_progress_warm(const hiar_port_t *port, const hiar_progress_job_t *job, int positions,
+                                 int timeout_ms);
 
 /* Job tags 0 .. this fit the port's tag bound. */
 int hiar_progress_max_job_tag(const hiar_port_t *port);

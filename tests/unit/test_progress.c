@@ -2,8 +2,7 @@
  * The progress engine (src/net/progress.c) without MPI or a GPU: ranks are
  * engines in one process over a fake port (messages matched by source,
  * destination and tag, in order, as MPI does), and a thread per rank plays
- * the kernel: it fills its pieces into the ring's positions (or, `direct`,
- * into the call's bytes), raises `ready`, and a ring later waits for
+ * the kernel: it fills its pieces into the ring's positions, raises `ready`, and a ring later waits for
  * `arrived`, lowers it and checks what came from every other rank against
  * values it computes itself.  The pieces' layout (base/pieces.h) is checked
  * against a loop over chunks and pieces.  CI runs this under
@@ -147,7 +146,7 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
-    int me, n, rounds, nslots, persistent, stall, direct, ahead, shared;
+    int me, n, rounds, nslots, persistent, stall, ahead, shared;
     atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
@@ -155,7 +154,6 @@ typedef struct {
     hiar_progress_t *engine;
     hiar_piece_flags_t flags[4][RING];
     unsigned char send[4][RING][RECV_STRIDE];
-    unsigned char data[4][BYTES];
     unsigned char recv[4][RING * (MAX_RANKS - 1) * RECV_STRIDE]; /* position q at q * (n - 1) * RECV_STRIDE */
     int wrong, timed_out;
     hiar_result_t submit_rc;
@@ -180,8 +178,7 @@ static int area_of(const rank_t *r, int slot)
 static hiar_progress_job_t job_of(rank_t *r, int slot)
 {
     return (hiar_progress_job_t){slot, slot, r->persistent, 0, RING, pieces(), RECV_STRIDE,
-                                 r->direct ? NULL : (char *)r->send[area_of(r, slot)], (char *)r->data[slot],
-                                 (char *)r->recv[area_of(r, slot)],
+                                 (char *)r->send[area_of(r, slot)], (char *)r->recv[area_of(r, slot)],
                                  r->flags[slot]};
 }
 
@@ -227,7 +224,7 @@ static void hand_over(rank_t *r, int slot, int round, int i)
     unsigned char *to;
 
     hiar_pieces_at(&g, i, &off, &bytes);
-    to = r->direct ? r->data[slot] + off : r->send[area_of(r, slot)][i % RING];
+    to = r->send[area_of(r, slot)][i % RING];
     for (size_t j = 0; j < bytes; j++)
         to[j] = value(r->me, round, off + j);
     __atomic_store_n(&r->flags[slot][i % RING].ready, 1, __ATOMIC_RELEASE);
@@ -314,7 +311,7 @@ static void expect(int ok, const char *what)
 }
 
 typedef struct {
-    int n, rounds, nslots, persistent, stall_rank, timeout_ms, direct, ahead, shared;
+    int n, rounds, nslots, persistent, stall_rank, timeout_ms, ahead, shared;
 } scenario_t;
 
 /* Runs the ranks; returns their states (the caller frees). */
@@ -330,8 +327,8 @@ static rank_t *run(const scenario_t *sc, int *left)
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
                                       sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
-                      .persistent = sc->persistent, .stall = k == sc->stall_rank, .direct = sc->direct,
-                      .ahead = sc->ahead, .shared = sc->shared};
+                      .persistent = sc->persistent, .stall = k == sc->stall_rank, .ahead = sc->ahead,
+                      .shared = sc->shared};
         r->port = (fake_t){.net = &net, .me = k, .n = sc->n};
         memset(r->recv, GAP, sizeof(r->recv));
         if (hiar_progress_start(&cfg, &r->engine) != HIAR_SUCCESS) {
@@ -353,13 +350,13 @@ static void finish(rank_t *ranks, int n, int *left)
     free(ranks);
 }
 
-enum { PERSISTENT = 1, DIRECT = 2, AHEAD = 4, SHARED = 8 };
+enum { PERSISTENT = 1, AHEAD = 2, SHARED = 4 };
 
 /* Every rank gets every other's pieces, round after round, through reused slots. */
 static void test_rounds(int n, int nslots, int how)
 {
-    int persistent = how & PERSISTENT, direct = how & DIRECT, ahead = how & AHEAD;
-    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, direct, ahead, how & SHARED};
+    int persistent = how & PERSISTENT, ahead = how & AHEAD;
+    scenario_t sc = {n, 40, nslots, persistent, -1, 5000, ahead, how & SHARED};
     int left, wrong = 0, bad = 0;
     rank_t *ranks = run(&sc, &left);
     char what[200];
@@ -377,11 +374,83 @@ static void test_rounds(int n, int nslots, int how)
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s%s: 40 rounds, every byte as sent, slots %s after",
-             n, nslots, persistent ? "persistent" : "eager", direct ? " sent from the call's bytes" : "",
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after",
+             n, nslots, persistent ? "persistent" : "eager",
              ahead ? ", calls queued ahead of their kernels" : "", how & SHARED ? ", one ring for all" : "",
              persistent ? "kept" : "free");
     expect(wrong == 0 && bad == 0 && left == 0, what);
+}
+
+/* ---- the first exchange of a ring's memory (hiar_progress_warm) ---- */
+
+typedef struct {
+    fake_t port;
+    int me, n, calls;
+    unsigned char send[RING * RECV_STRIDE];
+    unsigned char recv[RING * (MAX_RANKS - 1) * RECV_STRIDE];
+    hiar_result_t rc;
+    char message[256];
+} warm_rank_t;
+
+static void *warm_main(void *arg)
+{
+    warm_rank_t *w = arg;
+    hiar_port_t port = {&w->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20};
+    hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = RECV_STRIDE, .send = (char *)w->send,
+                               .recv = (char *)w->recv};
+
+    w->rc = w->calls ? hiar_progress_warm(&port, &job, RING, 200) : HIAR_SUCCESS;
+    snprintf(w->message, sizeof(w->message), "%s", hiar_last_error());
+    return NULL;
+}
+
+/*
+ * Every rank's whole ring lands in every other's receive area, each peer's
+ * at its place; with `stall`, the last rank never calls and the others end
+ * in HIAR_TIMEOUT after the timeout (200 ms), naming it.
+ */
+static void test_warm(int n, int stall)
+{
+    net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
+    warm_rank_t *w = calloc((size_t)n, sizeof(*w));
+    pthread_t t[MAX_RANKS];
+    uint64_t t0 = hiar_now_ns();
+    int ok = 1;
+    char what[160];
+
+    for (int k = 0; k < n; k++) {
+        w[k] = (warm_rank_t){.port = {.net = &net, .me = k, .n = n}, .me = k, .n = n, .calls = !stall || k < n - 1};
+        for (size_t j = 0; j < sizeof(w[k].send); j++)
+            w[k].send[j] = value(k, 0, j);
+        memset(w[k].recv, GAP, sizeof(w[k].recv));
+        pthread_create(&t[k], NULL, warm_main, &w[k]);
+    }
+    for (int k = 0; k < n; k++)
+        pthread_join(t[k], NULL);
+    for (int k = 0; k < n && !stall; k++)
+        for (int q = 0; q < RING; q++)
+            for (int from = 0; from < n; from++) {
+                const unsigned char *got;
+                if (from == k)
+                    continue;
+                got = w[k].recv + ((size_t)q * (size_t)(n - 1) + (size_t)(from < k ? from : from - 1)) * RECV_STRIDE;
+                for (size_t j = 0; j < RECV_STRIDE; j++)
+                    ok &= got[j] == value(from, 0, (size_t)q * RECV_STRIDE + j);
+            }
+    for (int k = 0; k < n; k++)
+        ok &= stall && k < n - 1 ? w[k].rc == HIAR_TIMEOUT && strstr(w[k].message, "HIAR_TIMEOUT_MS=200") != NULL
+                                 : w[k].rc == HIAR_SUCCESS;
+    ok &= (hiar_now_ns() - t0) < 3000000000ull;
+    while (net.head) { /* a stalled run leaves messages no one received */
+        msg_t *m = net.head;
+        net.head = m->next;
+        free(m);
+    }
+    free(w);
+    snprintf(what, sizeof(what), "first exchange of a ring, %d ranks%s", n,
+             stall ? ", one never calls: the others end in HIAR_TIMEOUT after HIAR_TIMEOUT_MS"
+                   : ": every position's bytes from every peer at its place");
+    expect(ok, what);
 }
 
 /*
@@ -425,7 +494,7 @@ static void test_pieces(void)
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
 static void test_stall(void)
 {
-    scenario_t sc = {3, 1, 1, 0, 2, 200, 0, 0, 0};
+    scenario_t sc = {3, 1, 1, 0, 2, 200, 0, 0};
     int left, ok = 1;
     uint64_t t0 = hiar_now_ns();
     rank_t *ranks = run(&sc, &left);
@@ -509,12 +578,38 @@ static void test_bad_jobs(void)
 #ifndef HIAR_TEST_NO_MPI
 #include "net/port.h"
 
+/* hiar_progress_warm over the MPI port: every position's bytes from every peer at its place. */
+static int mpi_warm(int me, int n)
+{
+    static unsigned char send[RING * RECV_STRIDE], recv[RING * (MAX_RANKS - 1) * RECV_STRIDE];
+    MPI_Comm world = MPI_COMM_WORLD;
+    hiar_port_t port;
+    hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = RECV_STRIDE, .send = (char *)send,
+                               .recv = (char *)recv};
+    int ok;
+
+    for (size_t j = 0; j < sizeof(send); j++)
+        send[j] = value(me, 0, j);
+    memset(recv, GAP, sizeof(recv));
+    ok = hiar_port_mpi(&world, 1, &port) == HIAR_SUCCESS && hiar_progress_warm(&port, &job, RING, 20000) == HIAR_SUCCESS;
+    for (int q = 0; q < RING && ok; q++)
+        for (int from = 0; from < n; from++)
+            for (size_t j = 0; j < RECV_STRIDE && from != me; j++)
+                ok &= recv[((size_t)q * (size_t)(n - 1) + (size_t)(from < me ? from : from - 1)) * RECV_STRIDE + j] ==
+                      value(from, 0, (size_t)q * RECV_STRIDE + j);
+    hiar_port_mpi_free(&port);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("%s: MPI port, %d ranks: first exchange of a ring, every position's bytes from every peer\n",
+               ok ? "PASS" : "FAIL", n);
+    return ok;
+}
+
 /* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
 static int mpi_main(int argc, char **argv)
 {
-    static const int cases[][5] = {{1, 0, 0, 0, 0}, {3, 0, 0, 0, 0}, {2, 1, 0, 0, 0}, {2, 0, 1, 0, 0},
-                                   {3, 0, 0, 1, 0}, {4, 0, 0, 1, 1}};
-    /* slots, persistent, direct, ahead, shared */
+    static const int cases[][4] = {{1, 0, 0, 0}, {3, 0, 0, 0}, {2, 1, 0, 0}, {3, 0, 1, 0}, {4, 0, 1, 1}};
+    /* slots, persistent, ahead, shared */
     int level, me, n, bad = 0;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
@@ -527,6 +622,7 @@ static int mpi_main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
+    bad += !mpi_warm(me, n);
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rank_t *r = calloc(1, sizeof(*r));
         MPI_Comm world = MPI_COMM_WORLD;
@@ -534,7 +630,7 @@ static int mpi_main(int argc, char **argv)
                                       .kernel_abort = &r->kernel_abort};
         int ok;
         *r = (rank_t){.me = me, .n = n, .rounds = 40, .nslots = cases[c][0], .persistent = cases[c][1],
-                      .direct = cases[c][2], .ahead = cases[c][3], .shared = cases[c][4]};
+                      .ahead = cases[c][2], .shared = cases[c][3]};
         memset(r->recv, GAP, sizeof(r->recv));
         ok = hiar_port_mpi(&world, 1, &cfg.port) == HIAR_SUCCESS && hiar_progress_start(&cfg, &r->engine) == HIAR_SUCCESS;
         if (ok) {
@@ -548,10 +644,9 @@ static int mpi_main(int argc, char **argv)
         hiar_port_mpi_free(&cfg.port);
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (me == 0)
-            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s%s%s: 40 rounds, every byte as sent\n",
+            printf("%s: MPI port, %d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent\n",
                    ok ? "PASS" : "FAIL", n, cases[c][0], cases[c][1] ? "persistent" : "eager",
-                   cases[c][2] ? " sent from the call's bytes" : "", cases[c][3] ? ", calls queued ahead" : "",
-                   cases[c][4] ? ", one ring for all" : "");
+                   cases[c][2] ? ", calls queued ahead" : "", cases[c][3] ? ", one ring for all" : "");
         bad += !ok;
         free(r);
     }
@@ -575,11 +670,13 @@ int main(int argc, char **argv)
     test_rounds(3, 2, 0);
     test_rounds(4, 4, 0);
     test_rounds(3, 2, PERSISTENT);
-    test_rounds(3, 2, DIRECT);
-    test_rounds(2, 1, PERSISTENT | DIRECT);
+    test_rounds(2, 1, PERSISTENT);
     test_rounds(2, 4, AHEAD);
-    test_rounds(4, 3, DIRECT | AHEAD);
+    test_rounds(4, 3, AHEAD);
     test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
+    test_warm(2, 0);
+    test_warm(4, 0);
+    test_warm(3, 1);
     test_stall();
     test_abort();
     test_bad_jobs();
