@@ -45,9 +45,9 @@ ucx_part() {
     mkdir -p /tmp/hiar-ucx && tar xJf "$UCX_TAR" -C /tmp/hiar-ucx
     local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
     local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
-    # HIAR_MPI_DEVICE=1: the step between hosts hands MPI device pointers only when forced (core/gpu.c: wrong sums here so far).
-    # First the smallest case that failed (graphs of 2-host calls, 1 replay), with UCX's log, with and without cuda_ipc:
-    # pieces that never completed may be UCX's copies waiting behind hiar's spinning kernel, or cuda_ipc under MPS.
+    # HIAR_MPI_DEVICE=1: the step between hosts hands MPI device pointers only when forced (core/gpu.c: graphs
+    # pass, back-to-back calls still stall here). First graphs of 2-host calls, 1 replay, with UCX's log, with
+    # and without cuda_ipc; then the quick suite, whose stress cases stalled.
     HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=20000 -x UCX_LOG_LEVEL=info $as \
         ./tests/gpu/test_gpu --replays 1
     HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=20000 -x UCX_TLS=self,sm,cuda_copy $as \

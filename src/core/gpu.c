@@ -161,11 +161,12 @@ static hiar_result_t agree_hier_slot(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 /*
  * The step between groups over MPI: asynchronous on the progress engine
  * where the MPI allows it (core/hosts.h).  It hands MPI device pointers
- * only where HIAR_MPI_DEVICE=1 says so: the one MPI it was tried on that
+ * only where HIAR_MPI_DEVICE=1 says so: on the one MPI it was tried on that
  * takes them (Open MPI 4.1.6 with pml ucx over libucx-cu13 1.22, 4 ranks on
- * one H200 under MPS) gave wrong sums and pieces that never completed,
- * cause not found, where staging passed.  A wrong yes costs results, a
- * wrong no speed.
+ * one H200 under MPS) graph replays now pass, but back-to-back eager calls
+ * still stall a piece until HIAR_TIMEOUT_MS (doc/guide.md, "MPI between
+ * hosts"), where staging passes.  A wrong yes costs results, a wrong no
+ * speed.
  */
 static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
 {

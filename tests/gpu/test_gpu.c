@@ -635,7 +635,8 @@ static void timeout(const char *settings)
         ok &= hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
-            fprintf(stderr, "rank %d: timeout after %.2f s, async error %s\n", rank, secs, hiar_strerror(err));
+            fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s, async error %s (%s)\n", rank, secs,
+                    hiar_strerror(rc), hiar_strerror(err), hiar_last_error());
     } else {
         ok = 1;
     }
