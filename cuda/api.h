@@ -57,6 +57,7 @@ hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
  * the CUDA calls a thread then makes (hiar's, or an MPI's on its behalf,
  * such as UCX pinning its staging memory) are not refused, and do not spoil
  * a capture, while a stream of this or another thread is being captured.
+ * -1 if CUDA refused (the mode is then unchanged; restore does nothing).
  */
 int hiar_cuda_capture_mode_relax(void);
 void hiar_cuda_capture_mode_restore(int mode);
@@ -304,27 +305,29 @@ typedef struct hiar_hosts_gpu hiar_hosts_gpu_t;
 
 /*
  * On the current device, with nslots slots; sharers: ranks of the comm on
- * this GPU (the kernel takes its share of the SMs).
+ * this GPU (the kernel takes its share of the SMs); on_device: the slots'
+ * send and receive areas in device memory (an MPI that takes device
+ * pointers), else in pinned host memory.
  */
-hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, hiar_hosts_gpu_t **out);
+hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, int on_device,
+                                    hiar_hosts_gpu_t **out);
 
 /* A slot's memory, as the host and as kernels see it. */
 typedef struct {
     uint32_t *flags_host, *flags_dev; /* HIAR_HOSTS_RING_MAX positions' flags, HIAR_HOSTS_FLAGS_BYTES apart */
-    /* pinned host memory, or with on_device device memory (then host and dev are both the device address) */
+    /* pinned host memory, or on_device device memory (then host and dev are both the device address) */
     char *send_host, *send_dev;
     char *recv_host, *recv_dev;
 } hiar_hosts_area_t;
 
 /*
  * Slot `slot`'s memory with at least send_bytes and recv_bytes (0: none
- * needed), on the device with on_device (an MPI that takes device
- * pointers), else pinned host memory; allocated at first use (also while
- * the stream is captured), grown when too small (the old areas are freed
- * with g: a kernel of the slot's last job may still read them).
+ * needed); allocated at first use (also while the stream is captured),
+ * grown when too small (the old areas are freed with g: a kernel of the
+ * slot's last job may still read them).
  */
 hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
-                                  int on_device, hiar_hosts_area_t *out);
+                                  hiar_hosts_area_t *out);
 void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g);
 /* The word that makes running and future kernels give up (host address; the engine's kernel_abort). */
 int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);

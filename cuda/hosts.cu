@@ -42,13 +42,11 @@
 typedef struct retired {
     struct retired *next;
     char *ptr;
-    int on_device;
 } retired_t;
 
 typedef struct {
     hiar_hosts_area_t area;
     size_t send_cap, recv_cap;
-    int on_device;
 } hosts_slot_t;
 
 /* Device memory: whose turn it is among eager jobs, and the blocks of that turn's kernel that are done. */
@@ -62,7 +60,7 @@ struct hiar_hosts_gpu {
     hosts_turns_t *turns;
     uint64_t timeout_ns;
     unsigned blocks;
-    int nslots;
+    int nslots, on_device; /* the areas' kind, for the comm's life */
     hosts_slot_t *slots;
     retired_t *retired;
 };
@@ -214,13 +212,13 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
         hosts_slot_t *sl = &g->slots[s];
         if (sl->area.flags_host)
             cudaFreeHost(sl->area.flags_host);
-        free_area(sl->area.send_host, sl->on_device);
-        free_area(sl->area.recv_host, sl->on_device);
+        free_area(sl->area.send_host, g->on_device);
+        free_area(sl->area.recv_host, g->on_device);
     }
     while (g->retired) {
         retired_t *r = g->retired;
         g->retired = r->next;
-        free_area(r->ptr, r->on_device);
+        free_area(r->ptr, g->on_device);
         free(r);
     }
     free(g->slots);
@@ -243,9 +241,8 @@ static cudaError_t alloc_relaxed(void **p, size_t bytes, int on_device)
     return err;
 }
 
-/* An area of at least bytes (its old content is not kept); on_device: the old one's kind. */
-static hiar_result_t grow(hiar_hosts_gpu_t *g, char **host, char **dev, size_t *cap, size_t bytes, int on_device,
-                          int old_on_device, const char *what)
+/* An area of at least bytes, of the slots' kind (its old content is not kept). */
+static hiar_result_t grow(hiar_hosts_gpu_t *g, char **host, char **dev, size_t *cap, size_t bytes, const char *what)
 {
     void *p = NULL;
 
@@ -255,23 +252,23 @@ static hiar_result_t grow(hiar_hosts_gpu_t *g, char **host, char **dev, size_t *
         retired_t *r = (retired_t *)malloc(sizeof(*r));
         if (!r)
             return hiar_error_set(HIAR_NO_MEMORY, "cannot keep a retired area between hosts");
-        *r = retired_t{g->retired, *host, old_on_device};
+        *r = retired_t{g->retired, *host};
         g->retired = r;
     }
     *host = *dev = NULL;
     *cap = 0;
-    if (alloc_relaxed(&p, bytes, on_device) != cudaSuccess)
+    if (alloc_relaxed(&p, bytes, g->on_device) != cudaSuccess)
         return hiar_cuda_error(cudaGetLastError(), what);
     *host = (char *)p;
     *dev = (char *)p;
-    if (!on_device)
+    if (!g->on_device)
         HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)dev, p, 0));
     *cap = bytes;
     return HIAR_SUCCESS;
 }
 
 extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_bytes, size_t recv_bytes,
-                                             int on_device, hiar_hosts_area_t *out)
+                                             hiar_hosts_area_t *out)
 {
     hosts_slot_t *sl = &g->slots[slot];
     size_t flag_bytes = HIAR_HOSTS_RING_MAX * HIAR_HOSTS_FLAGS_BYTES;
@@ -284,16 +281,12 @@ extern "C" hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size
         sl->area.flags_host = (uint32_t *)p;
         HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&sl->area.flags_dev, p, 0));
     }
-    if (on_device != sl->on_device)
-        sl->send_cap = sl->recv_cap = 0; /* a kind change reallocates */
-    HIAR_CHECK(grow(g, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes, on_device,
-                    sl->on_device,
-                    on_device ? "cudaMalloc of a send area between hosts" : "cudaHostAlloc of a send area between hosts"));
-    HIAR_CHECK(grow(g, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes, on_device,
-                    sl->on_device,
-                    on_device ? "cudaMalloc of a receive area between hosts"
-                              : "cudaHostAlloc of a receive area between hosts"));
-    sl->on_device = on_device;
+    HIAR_CHECK(grow(g, &sl->area.send_host, &sl->area.send_dev, &sl->send_cap, send_bytes,
+                    g->on_device ? "cudaMalloc of a send area between hosts"
+                                 : "cudaHostAlloc of a send area between hosts"));
+    HIAR_CHECK(grow(g, &sl->area.recv_host, &sl->area.recv_dev, &sl->recv_cap, recv_bytes,
+                    g->on_device ? "cudaMalloc of a receive area between hosts"
+                                 : "cudaHostAlloc of a receive area between hosts"));
     *out = sl->area;
     return HIAR_SUCCESS;
 }
@@ -307,7 +300,8 @@ static hiar_result_t create_failed(hiar_hosts_gpu_t *g, const char *what)
     return rc;
 }
 
-extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, hiar_hosts_gpu_t **out)
+extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers, int nslots, int on_device,
+                                               hiar_hosts_gpu_t **out)
 {
     hiar_hosts_gpu_t *g = (hiar_hosts_gpu_t *)calloc(1, sizeof(*g));
     int device = 0, sms = 0;
@@ -332,6 +326,7 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
     g->timeout_ns = (uint64_t)timeout_ms * 1000000u;
     g->blocks = hiar_ipc_blocks_cap((unsigned)sms, (unsigned)per_sm, sharers, HOSTS_BLOCKS);
     g->nslots = nslots;
+    g->on_device = on_device;
     if (!(g->slots = (hosts_slot_t *)calloc((size_t)nslots, sizeof(*g->slots)))) {
         hiar_hosts_gpu_destroy(g);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d slots between hosts", nslots);

@@ -153,7 +153,10 @@ extern "C" int hiar_cuda_capture_mode_relax(void)
 {
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
 
-    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
+        cudaGetLastError();
+        return -1; /* unchanged: nothing to restore */
+    }
     return (int)mode;
 }
 
@@ -161,7 +164,8 @@ extern "C" void hiar_cuda_capture_mode_restore(int mode)
 {
     cudaStreamCaptureMode m = (cudaStreamCaptureMode)mode;
 
-    cudaThreadExchangeStreamCaptureMode(&m);
+    if (mode >= 0 && cudaThreadExchangeStreamCaptureMode(&m) != cudaSuccess)
+        cudaGetLastError();
 }
 
 extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)

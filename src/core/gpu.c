@@ -182,7 +182,7 @@ static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int
     if (env->mpi_device && !forced && gpu->hosts) {
         size_t len = strlen(gpu->hosts_why);
         snprintf(gpu->hosts_why + len, sizeof(gpu->hosts_why) - len,
-                 "; the MPI takes device pointers, but hiar hands them over only with HIAR_MPI_DEVICE=1 (unverified)");
+                 "; the MPI takes device pointers, but hiar hands them over only with HIAR_MPI_DEVICE=1 (back-to-back calls stalled on the one tried)");
     }
     if (env->rank == 0)
         HIAR_INFO(MPI, "the step between hosts of device buffers: %s", gpu->hosts_why);

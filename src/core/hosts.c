@@ -19,8 +19,9 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
 
 /*
  * Pieces of at most 256 KB through a ring of 16 positions: 4 MB of this
- * rank's shard in flight, in 4 MB of pinned memory per peer and direction
- * whatever the call's size.  One job, one kernel, serves all of a call's
+ * rank's shard in flight, in 4 MB of pinned memory (device memory for an
+ * MPI that takes device pointers) per peer and direction whatever the
+ * call's size.  One job, one kernel, serves all of a call's
  * pieces of a shard, so the wire never waits for a kernel's end between
  * them.  A job that fits the ring takes a block per piece; a longer one
  * half as many blocks as positions, each with 2 pieces out, copying one out
@@ -53,11 +54,12 @@ struct hiar_hosts {
     hiar_progress_t *engine;
     hiar_port_t port;
     hiar_hosts_gpu_t *gpu;
-    int nshards;
+    int nshards, nlinks; /* links: the shards this rank owns */
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
     int *next_tag;  /* [links]: the next eager job's tag, counted alike by every rank of the link */
     int *kept_tags; /* [links]: tags captured jobs keep, from the top of the range down */
-    int device_pointers, device, timeout_ms;
+    int device_pointers, device;
+    int left; /* requests a failed first exchange left posted: the areas they point into stay */
     int next_eager, next_kept;
     hiar_hosts_area_t ring; /* the eager jobs' memory */
     unsigned turn;          /* the last eager job's */
@@ -76,13 +78,17 @@ static void thread_init(void *arg)
     hiar_cuda_capture_mode_relax();
 }
 
-/* A captured job's first exchange, on the capturing thread: the MPI's CUDA calls must not spoil the capture. */
-static hiar_result_t warm_captured(hiar_hosts_t *h, const hiar_progress_job_t *job, int positions)
+/*
+ * A captured job's first exchange, on the capturing thread, within the
+ * call's deadline: the MPI's CUDA calls must not spoil the capture.
+ */
+static hiar_result_t warm_captured(hiar_hosts_t *h, const hiar_progress_job_t *job, int positions, hiar_wait_t *wait)
 {
-    int mode = hiar_cuda_capture_mode_relax();
-    hiar_result_t rc = hiar_progress_warm(&h->port, job, positions, h->timeout_ms);
+    int mode = hiar_cuda_capture_mode_relax(), left;
+    hiar_result_t rc = hiar_progress_warm(&h->port, job, positions, wait, &left);
 
     hiar_cuda_capture_mode_restore(mode);
+    h->left += left;
     return rc;
 }
 
@@ -113,9 +119,25 @@ static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
     size_t ring = HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
     hiar_hosts_area_t a;
 
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, ring, (size_t)(n - 1) * ring, h->device_pointers, &h->ring));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, ring, (size_t)(n - 1) * ring, &h->ring));
     for (int s = 1; s < HOSTS_EAGER_SLOTS; s++)
-        HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, 0, 0, h->device_pointers, &a));
+        HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, 0, 0, &a));
+    return HIAR_SUCCESS;
+}
+
+/* The eager ring's first exchange over every link, in shard order (every rank's order). */
+static hiar_result_t warm_eager(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
+{
+    hiar_wait_t wait = hiar_wait_begin(cfg->timeout_ms, cfg->abort, "between hosts, the first exchange of the ring");
+
+    for (int l = 0; l < h->nlinks; l++) {
+        hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(HOSTS_PIECE_BYTES),
+                                   .send = h->ring.send_host, .recv = h->ring.recv_host};
+        int left;
+        hiar_result_t rc = hiar_progress_warm(&h->port, &job, HOSTS_RING, &wait, &left);
+        h->left += left;
+        HIAR_CHECK(rc);
+    }
     return HIAR_SUCCESS;
 }
 
@@ -143,19 +165,23 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     rc = hiar_port_mpi(links, n, &h->port);
     free(links);
     HIAR_CHECK(rc);
-    HIAR_CHECK(hiar_hosts_gpu_create(cfg->timeout_ms, cfg->sharers, HOSTS_SLOTS, &h->gpu));
+    h->nlinks = n;
+    HIAR_CHECK(hiar_hosts_gpu_create(cfg->timeout_ms, cfg->sharers, HOSTS_SLOTS, h->device_pointers, &h->gpu));
     pc.port = h->port;
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);
     HIAR_CHECK(hiar_progress_start(&pc, &h->engine));
-    if (!n)
-        return HIAR_SUCCESS;
-    HIAR_CHECK(allocate_eager(h, h->port.size(h->port.ctx, 0)));
-    for (int l = 0; l < n && h->device_pointers; l++) {
-        hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(HOSTS_PIECE_BYTES),
-                                   .send = h->ring.send_host, .recv = h->ring.recv_host};
-        HIAR_CHECK(hiar_progress_warm(&h->port, &job, HOSTS_RING, cfg->timeout_ms));
-    }
+    return n ? allocate_eager(h, h->port.size(h->port.ctx, 0)) : HIAR_SUCCESS;
+}
+
+/* Whether every rank set up its side (ok) and hands MPI device pointers (*device_pointers). */
+static hiar_result_t agree(MPI_Comm mpi, int *ok, int *device_pointers)
+{
+    int v[2] = {*ok, *device_pointers};
+
+    HIAR_CHECK(hiar_net_min(mpi, v, 2));
+    *ok = v[0];
+    *device_pointers = v[1];
     return HIAR_SUCCESS;
 }
 
@@ -163,30 +189,30 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
                                hiar_hosts_t **out, char *why, size_t why_size)
 {
     const char *no = blocking_reason(cfg);
-    int ok = !no;
+    int ok = !no, device_pointers = cfg->device_pointers;
     hiar_hosts_t *h = NULL;
     hiar_result_t rc = HIAR_SUCCESS;
 
     *out = NULL;
-    HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
-    if (ok) {
-        if (!(h = calloc(1, sizeof(*h))))
+    HIAR_CHECK(agree(mpi, &ok, &device_pointers));
+    for (int step = 0; step < 2 && ok && (step == 0 || device_pointers); step++) {
+        if (step == 0 && !(h = calloc(1, sizeof(*h))))
             rc = hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between hosts");
-        else {
-            h->device_pointers = cfg->device_pointers;
+        else if (step == 0) {
+            h->device_pointers = device_pointers;
             h->device = cfg->device;
-            h->timeout_ms = cfg->timeout_ms;
             rc = connect(h, t, cfg);
-        }
+        } else /* only once every rank has its ring: a peer that failed never makes the others wait */
+            rc = warm_eager(h, cfg);
         if (rc != HIAR_SUCCESS)
             HIAR_WARN(MPI, "the step between hosts stays on the calling thread: %s", hiar_last_error());
         ok = rc == HIAR_SUCCESS;
-        HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
+        HIAR_CHECK(agree(mpi, &ok, &device_pointers));
     }
     if (!ok) {
         hiar_hosts_free(h);
         snprintf(why, why_size, "on the calling thread, blocking (%s)",
-                 no ? no : rc != HIAR_SUCCESS ? "its thread could not start" : "another rank cannot run it asynchronously");
+                 no ? no : rc != HIAR_SUCCESS ? "it could not be set up on this rank" : "another rank could not set it up");
         return HIAR_SUCCESS;
     }
     snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)",
@@ -266,9 +292,9 @@ static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, const hi
     if (capturing) {
         int npieces = hiar_pieces_count(&job->pieces);
         size_t need = (size_t)(npieces < job->ring ? npieces : job->ring) * job->stride;
-        return hiar_hosts_gpu_slot(h->gpu, slot, need, (size_t)(n - 1) * need, h->device_pointers, a);
+        return hiar_hosts_gpu_slot(h->gpu, slot, need, (size_t)(n - 1) * need, a);
     }
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, h->device_pointers, a));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, a));
     a->send_host = h->ring.send_host;
     a->send_dev = h->ring.send_dev;
     a->recv_host = h->ring.recv_host;
@@ -310,7 +336,7 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.ring = job.ring;
     /* A captured job's own memory meets the MPI now, not first in a replay (net/progress.h). */
     if (capturing && h->device_pointers)
-        HIAR_CHECK(warm_captured(h, &job, npieces < job.ring ? npieces : job.ring));
+        HIAR_CHECK(warm_captured(h, &job, npieces < job.ring ? npieces : job.ring, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)
@@ -351,6 +377,7 @@ void hiar_hosts_free(hiar_hosts_t *h)
         return;
     if (h->engine)
         left = hiar_progress_stop(h->engine);
+    left += h->left;
     hiar_port_mpi_free(&h->port);
     /* Receives still posted may land in the slots' areas: those stay allocated. */
     if (!left)

@@ -39,7 +39,12 @@ typedef struct {
 hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_hosts_config_t *cfg,
                                hiar_hosts_t **out, char *why, size_t why_size);
 
-/* The step of c for every shard this rank owns, every chunk of c->plan.chunk (after the reduce-scatter). */
+/*
+ * The step of c for every shard this rank owns, every chunk of c->plan.chunk
+ * (after the reduce-scatter).  It only enqueues, but for a captured call
+ * that hands MPI device pointers: that waits (bounded) for its peers to
+ * capture theirs, the job's own memory's first exchange.
+ */
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
 
 /* HIAR_TIMEOUT or the thread's error once there is one. */

@@ -297,10 +297,15 @@ int hiar_progress_slot_free(hiar_progress_t *p, int slot)
     return !atomic_load_explicit(&p->slots[slot].busy, memory_order_acquire);
 }
 
-/* The largest job tag the port leaves room for. */
-int hiar_progress_max_job_tag(const hiar_port_t *port)
+/* The job tag of the first exchanges (hiar_progress_warm), the largest the port leaves room for. */
+static int warm_tag(const hiar_port_t *port)
 {
     return port->max_tag / HIAR_PROGRESS_MAX_RING - 1;
+}
+
+int hiar_progress_max_job_tag(const hiar_port_t *port)
+{
+    return warm_tag(port) - 1;
 }
 
 static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job_t *job)
@@ -314,9 +319,9 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
         return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: slot %d of %d, %d pieces through %d positions "
                               "(at least 1 piece, 1 to %d positions expected)", job->slot, p->cfg.nslots, npieces,
                               job->ring, HIAR_PROGRESS_MAX_RING);
-    if (job->tag < 0 || tag_of(job->tag, job->ring - 1) > (uint64_t)port->max_tag)
-        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: tag %d needs tags past the MPI's tag bound %d",
-                              job->tag, port->max_tag);
+    if (job->tag < 0 || job->tag > hiar_progress_max_job_tag(port))
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: tag %d, past the largest job tag %d that the MPI's "
+                              "tag bound %d leaves", job->tag, hiar_progress_max_job_tag(port), port->max_tag);
     if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || largest > (size_t)INT32_MAX || job->stride < largest)
         return hiar_error_set(HIAR_INTERNAL_ERROR, "progress job: a link of %d ranks (2 to %d expected), pieces of up "
                               "to %zu bytes %zu apart", n, HIAR_PROGRESS_MAX_LINK, largest, job->stride);
@@ -330,38 +335,46 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
  */
 #define WARM_STEP 8
 
-/* Every position's exchange of `bytes` at once, waited for until `until`. */
+/* Every position's exchange of `bytes` at once, waited for; on failure *left: requests still posted. */
 static hiar_result_t warm_round(const hiar_port_t *port, const hiar_progress_job_t *job, int positions, size_t bytes,
-                                uint64_t until, int timeout_ms)
+                                hiar_wait_t *wait, int *left)
 {
     position_t s[HIAR_PROGRESS_MAX_RING];
-    int left = positions;
+    hiar_result_t rc = HIAR_SUCCESS;
+    int posted = 0, open = 1;
 
-    for (int q = 0; q < positions; q++)
-        HIAR_CHECK(post_position(port, job, q, bytes, &s[q]));
-    while (left) {
-        left = 0;
-        for (int q = 0; q < positions; q++) {
+    for (; posted < positions && rc == HIAR_SUCCESS; posted++)
+        rc = post_position(port, job, posted, bytes, &s[posted]);
+    while (rc == HIAR_SUCCESS && open) {
+        open = 0;
+        for (int q = 0; q < posted && rc == HIAR_SUCCESS; q++) {
             int done;
-            HIAR_CHECK(test_position(port, &s[q], &done));
-            left += !done;
+            rc = test_position(port, &s[q], &done);
+            open += !done;
         }
-        if (left && hiar_now_ns() > until)
-            return hiar_error_set(HIAR_TIMEOUT, "between hosts: the first exchange of a ring's memory with the "
-                                                "link's peers did not end within HIAR_TIMEOUT_MS=%d ms", timeout_ms);
-        if (left)
-            sched_yield();
+        if (rc == HIAR_SUCCESS && open)
+            rc = hiar_wait_poll(wait);
     }
-    return HIAR_SUCCESS;
+    for (int q = 0; q < posted && rc != HIAR_SUCCESS; q++)
+        *left += s[q].nreq;
+    return rc;
 }
 
 hiar_result_t hiar_progress_warm(const hiar_port_t *port, const hiar_progress_job_t *job, int positions,
-                                 int timeout_ms)
+                                 hiar_wait_t *wait, int *left)
 {
-    uint64_t until = hiar_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    int n = port->size(port->ctx, job->link);
+    hiar_progress_job_t warm = *job;
 
+    *left = 0;
+    if (n < 2 || n > HIAR_PROGRESS_MAX_LINK || positions < 1 || positions > job->ring ||
+        job->ring > HIAR_PROGRESS_MAX_RING || job->stride < 8 || job->stride > (size_t)INT32_MAX)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "first exchange of a ring: %d of %d positions of %zu bytes over a "
+                              "link of %d ranks (2 to %d ranks, 1 to %d positions, 8 bytes or more expected)",
+                              positions, job->ring, job->stride, n, HIAR_PROGRESS_MAX_LINK, HIAR_PROGRESS_MAX_RING);
+    warm.tag = warm_tag(port);
     for (size_t bytes = 8;; bytes = bytes * WARM_STEP < job->stride ? bytes * WARM_STEP : job->stride) {
-        HIAR_CHECK(warm_round(port, job, positions, bytes, until, timeout_ms));
+        HIAR_CHECK(warm_round(port, &warm, positions, bytes, wait, left));
         if (bytes >= job->stride)
             return HIAR_SUCCESS;
     }

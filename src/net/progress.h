@@ -113,18 +113,21 @@ typedef struct {
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out);
 
 /*
- * Exchanges the first `positions` positions of job's ring, stride bytes
- * each, with every peer of its link, on the calling thread, and waits
- * (bounded by timeout_ms) until all of it is done; the bytes carry nothing.
- * An MPI that takes device memory registers it, maps its peers' and sizes
- * its staging on first use, and some of that waits for the whole GPU (seen
- * under CUDA MPS): done here, before any kernel waits for the engine, it
- * never waits behind one.  Every rank of the link calls it alike.
+ * Exchanges the first `positions` positions of job's ring with every peer
+ * of its link, every size from 8 bytes up to stride, on the calling
+ * thread, and waits (through wait: bounded, abortable) until all of it is
+ * done; the bytes carry nothing.  An MPI that takes device memory registers
+ * it, maps its peers' and sizes its staging on first use, and some of that
+ * waits for the whole GPU (seen under CUDA MPS): done here, before any
+ * kernel waits for the engine, it never waits behind one.  Every rank of
+ * the link calls it alike.  Its messages take a job tag of their own
+ * (above hiar_progress_max_job_tag), never a job's.  On failure *left says
+ * how many requests stay posted: their buffers must stay too.
  */
 hiar_result_t hiar_progress_warm(const hiar_port_t *port, const hiar_progress_job_t *job, int positions,
-                                 int timeout_ms);
+                                 hiar_wait_t *wait, int *left);
 
-/* Job tags 0 .. this fit the port's tag bound. */
+/* Job tags 0 .. this fit the port's tag bound (the one above is the first exchanges'). */
 int hiar_progress_max_job_tag(const hiar_port_t *port);
 
 /*

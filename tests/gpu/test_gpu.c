@@ -627,6 +627,8 @@ static void timeout(const char *settings)
         /* On the GPU the kernel gives up and says so at the next call; over
          * MPI between groups the MPI step may give up first, in the call itself. */
         hiar_result_t rc = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
+        char first[256];
+        snprintf(first, sizeof(first), "%s", hiar_last_error());
         CUDA_OK(cudaDeviceSynchronize());
         clock_gettime(CLOCK_MONOTONIC, &t1);
         secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -635,8 +637,8 @@ static void timeout(const char *settings)
         ok &= hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
-            fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s, async error %s (%s)\n", rank, secs,
-                    hiar_strerror(rc), hiar_strerror(err), hiar_last_error());
+            fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s (%s), async error %s\n", rank, secs,
+                    hiar_strerror(rc), rc == HIAR_SUCCESS ? "" : first, hiar_strerror(err));
     } else {
         ok = 1;
     }

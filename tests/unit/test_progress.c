@@ -56,6 +56,9 @@ typedef struct {
     net_t *net;
     int me, n;
     recv_t recvs[256];
+    int nsent;           /* messages sent, the first 64 logged: */
+    int sent_tag[64];
+    size_t sent_bytes[64];
 } fake_t;
 
 static int fake_rank(void *ctx, int link)
@@ -82,6 +85,11 @@ static hiar_result_t fake_isend(void *ctx, int link, int to, int tag, const void
         return hiar_error_set(HIAR_NO_MEMORY, "fake isend");
     *m = (msg_t){f->me, to, tag, bytes, NULL};
     memcpy(m->data, buf, bytes);
+    if (f->nsent < 64) {
+        f->sent_tag[f->nsent] = tag;
+        f->sent_bytes[f->nsent] = bytes;
+    }
+    f->nsent++;
     pthread_mutex_lock(&f->net->mu);
     if (f->net->tail)
         f->net->tail->next = m;
@@ -383,12 +391,38 @@ static void test_rounds(int n, int nslots, int how)
 
 /* ---- the first exchange of a ring's memory (hiar_progress_warm) ---- */
 
+/* The sizes of its rounds for the stride of these tests: 8 bytes, 8x a step, then the stride. */
+static const size_t warm_sizes[] = {8, 64, 512, RECV_STRIDE};
+
+/*
+ * A rank's receive area after the first exchange of `positions`: every
+ * other rank's send bytes of those positions at their places, untouched
+ * (GAP) past them.
+ */
+static int warm_arrived(const unsigned char *recv, int me, int n, int positions)
+{
+    int ok = 1;
+
+    for (int q = 0; q < positions; q++)
+        for (int from = 0; from < n; from++) {
+            const unsigned char *got = recv + ((size_t)q * (size_t)(n - 1) + (size_t)(from < me ? from : from - 1)) *
+                                                  RECV_STRIDE;
+            for (size_t j = 0; j < RECV_STRIDE && from != me; j++)
+                ok &= got[j] == value(from, 0, (size_t)q * RECV_STRIDE + j);
+        }
+    for (size_t j = (size_t)positions * (size_t)(n - 1) * RECV_STRIDE; j < (size_t)RING * (MAX_RANKS - 1) * RECV_STRIDE;
+         j++)
+        ok &= recv[j] == GAP;
+    return ok;
+}
+
 typedef struct {
     fake_t port;
-    int me, n, calls;
+    int calls, positions;
     unsigned char send[RING * RECV_STRIDE];
     unsigned char recv[RING * (MAX_RANKS - 1) * RECV_STRIDE];
     hiar_result_t rc;
+    int left;
     char message[256];
 } warm_rank_t;
 
@@ -398,28 +432,43 @@ static void *warm_main(void *arg)
     hiar_port_t port = {&w->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20};
     hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = RECV_STRIDE, .send = (char *)w->send,
                                .recv = (char *)w->recv};
+    atomic_int abort = 0;
+    hiar_wait_t wait = hiar_wait_begin(200, &abort, "first exchange");
 
-    w->rc = w->calls ? hiar_progress_warm(&port, &job, RING, 200) : HIAR_SUCCESS;
+    w->rc = w->calls ? hiar_progress_warm(&port, &job, w->positions, &wait, &w->left) : HIAR_SUCCESS;
     snprintf(w->message, sizeof(w->message), "%s", hiar_last_error());
     return NULL;
 }
 
+/* Rank k's messages: each round's size to every peer from every position, in order, on the first exchanges' tags. */
+static int warm_sent(const fake_t *f, int positions)
+{
+    int per = positions * (f->n - 1), nrounds = (int)(sizeof(warm_sizes) / sizeof(warm_sizes[0])), ok;
+
+    ok = f->nsent == per * nrounds && f->nsent <= 64;
+    for (int m = 0; ok && m < f->nsent; m++)
+        ok &= f->sent_bytes[m] == warm_sizes[m / per] && f->sent_tag[m] / HIAR_PROGRESS_MAX_RING == (1 << 20) / 16 - 1;
+    return ok;
+}
+
 /*
- * Every rank's whole ring lands in every other's receive area, each peer's
- * at its place; with `stall`, the last rank never calls and the others end
- * in HIAR_TIMEOUT after the timeout (200 ms), naming it.
+ * Every rank's ring lands in every other's receive area, each peer's at its
+ * place, in rounds of growing size on a tag no job takes; with `stall`, the
+ * last rank never calls and the others end in HIAR_TIMEOUT after the
+ * timeout (200 ms), naming it, with their receives left posted.
  */
-static void test_warm(int n, int stall)
+static void test_warm(int n, int positions, int stall)
 {
     net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
     warm_rank_t *w = calloc((size_t)n, sizeof(*w));
     pthread_t t[MAX_RANKS];
     uint64_t t0 = hiar_now_ns();
     int ok = 1;
-    char what[160];
+    char what[200];
 
     for (int k = 0; k < n; k++) {
-        w[k] = (warm_rank_t){.port = {.net = &net, .me = k, .n = n}, .me = k, .n = n, .calls = !stall || k < n - 1};
+        w[k] = (warm_rank_t){.port = {.net = &net, .me = k, .n = n}, .calls = !stall || k < n - 1,
+                             .positions = positions};
         for (size_t j = 0; j < sizeof(w[k].send); j++)
             w[k].send[j] = value(k, 0, j);
         memset(w[k].recv, GAP, sizeof(w[k].recv));
@@ -427,19 +476,12 @@ static void test_warm(int n, int stall)
     }
     for (int k = 0; k < n; k++)
         pthread_join(t[k], NULL);
-    for (int k = 0; k < n && !stall; k++)
-        for (int q = 0; q < RING; q++)
-            for (int from = 0; from < n; from++) {
-                const unsigned char *got;
-                if (from == k)
-                    continue;
-                got = w[k].recv + ((size_t)q * (size_t)(n - 1) + (size_t)(from < k ? from : from - 1)) * RECV_STRIDE;
-                for (size_t j = 0; j < RECV_STRIDE; j++)
-                    ok &= got[j] == value(from, 0, (size_t)q * RECV_STRIDE + j);
-            }
     for (int k = 0; k < n; k++)
-        ok &= stall && k < n - 1 ? w[k].rc == HIAR_TIMEOUT && strstr(w[k].message, "HIAR_TIMEOUT_MS=200") != NULL
-                                 : w[k].rc == HIAR_SUCCESS;
+        if (stall && k < n - 1)
+            ok &= w[k].rc == HIAR_TIMEOUT && strstr(w[k].message, "HIAR_TIMEOUT_MS=200") && w[k].left > 0;
+        else
+            ok &= w[k].rc == HIAR_SUCCESS && (stall || (warm_arrived(w[k].recv, k, n, positions) &&
+                                                        warm_sent(&w[k].port, positions)));
     ok &= (hiar_now_ns() - t0) < 3000000000ull;
     while (net.head) { /* a stalled run leaves messages no one received */
         msg_t *m = net.head;
@@ -447,9 +489,9 @@ static void test_warm(int n, int stall)
         free(m);
     }
     free(w);
-    snprintf(what, sizeof(what), "first exchange of a ring, %d ranks%s", n,
-             stall ? ", one never calls: the others end in HIAR_TIMEOUT after HIAR_TIMEOUT_MS"
-                   : ": every position's bytes from every peer at its place");
+    snprintf(what, sizeof(what), "first exchange of %d of %d positions, %d ranks%s", positions, RING, n,
+             stall ? ", one never calls: the others end in HIAR_TIMEOUT after HIAR_TIMEOUT_MS, receives left posted"
+                   : ": every position's bytes from every peer at its place, nothing past them, 8 B..stride");
     expect(ok, what);
 }
 
@@ -566,13 +608,20 @@ static void test_bad_jobs(void)
     job.slot = 8;
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "slot 8 of 8");
     job = job_of(r, 0);
-    job.tag = 19; /* tags 304.. > 300 */
+    job.tag = 17; /* tags 272..274 fit the bound 300, but job tag 17 is the first exchanges' */
     ok &= hiar_progress_submit(r->engine, &job, &w) == HIAR_INTERNAL_ERROR && strstr(hiar_last_error(), "tag bound 300");
-    ok &= hiar_progress_max_job_tag(&cfg.port) == 17;
+    ok &= hiar_progress_max_job_tag(&cfg.port) == 16;
+    job = job_of(r, 0);
+    for (int bad = 0; bad < 2; bad++) { /* more positions than the ring, a stride under 8 bytes */
+        int left = -1;
+        job.stride = bad ? 4 : job.stride;
+        ok &= hiar_progress_warm(&cfg.port, &job, bad ? 1 : RING + 1, &w, &left) == HIAR_INTERNAL_ERROR &&
+              strstr(hiar_last_error(), "first exchange") && left == 0;
+    }
     ok &= hiar_progress_stop(r->engine) == 0;
     free(r);
     expect(ok, "bad jobs: no pieces, a slot past the engine's, too many positions, a stride under a piece, tags past "
-               "the bound: HIAR_INTERNAL_ERROR with a message");
+               "the bound, first exchanges of too many positions or too few bytes: HIAR_INTERNAL_ERROR with a message");
 }
 
 #ifndef HIAR_TEST_NO_MPI
@@ -586,17 +635,15 @@ static int mpi_warm(int me, int n)
     hiar_port_t port;
     hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = RECV_STRIDE, .send = (char *)send,
                                .recv = (char *)recv};
-    int ok;
+    atomic_int abort = 0;
+    hiar_wait_t wait = hiar_wait_begin(20000, &abort, "first exchange");
+    int ok, left;
 
     for (size_t j = 0; j < sizeof(send); j++)
         send[j] = value(me, 0, j);
     memset(recv, GAP, sizeof(recv));
-    ok = hiar_port_mpi(&world, 1, &port) == HIAR_SUCCESS && hiar_progress_warm(&port, &job, RING, 20000) == HIAR_SUCCESS;
-    for (int q = 0; q < RING && ok; q++)
-        for (int from = 0; from < n; from++)
-            for (size_t j = 0; j < RECV_STRIDE && from != me; j++)
-                ok &= recv[((size_t)q * (size_t)(n - 1) + (size_t)(from < me ? from : from - 1)) * RECV_STRIDE + j] ==
-                      value(from, 0, (size_t)q * RECV_STRIDE + j);
+    ok = hiar_port_mpi(&world, 1, &port) == HIAR_SUCCESS &&
+         hiar_progress_warm(&port, &job, RING, &wait, &left) == HIAR_SUCCESS && warm_arrived(recv, me, n, RING);
     hiar_port_mpi_free(&port);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (me == 0)
@@ -674,9 +721,9 @@ int main(int argc, char **argv)
     test_rounds(2, 4, AHEAD);
     test_rounds(4, 3, AHEAD);
     test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
-    test_warm(2, 0);
-    test_warm(4, 0);
-    test_warm(3, 1);
+    test_warm(2, RING, 0);
+    test_warm(4, RING - 1, 0);
+    test_warm(3, RING, 1);
     test_stall();
     test_abort();
     test_bad_jobs();
