@@ -402,8 +402,10 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");
     sl->job = *job;
     sl->npieces = hiar_pieces_count(&job->pieces);
-    for (int q = 0; q < job->ring; q++)
-        sl->pos[q] = (position_t){.piece = q};
+    for (int q = 0; q < job->ring; q++) { /* not the whole struct: its requests are 1 KB a position */
+        sl->pos[q].piece = q;
+        sl->pos[q].inflight = sl->pos[q].nreq = 0;
+    }
     sl->arrived = 0;
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
