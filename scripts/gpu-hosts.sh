@@ -46,16 +46,22 @@ ucx_part() {
     local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
     local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
     # HIAR_MPI_DEVICE=1: the step between hosts hands MPI device pointers only when forced (core/gpu.c: graphs
-    # pass, back-to-back calls still stall here). First graphs of 2-host calls, 1 replay, with UCX's log, with
-    # and without cuda_ipc; then the quick suite, whose stress cases stalled.
-    HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=20000 -x UCX_LOG_LEVEL=info $as \
+    # pass, back-to-back calls stalled here). The bench first: a job whose ranks time out can leave CUDA MPS
+    # refusing the next one ("device busy"). -o avg: the inter column's MPI_Allreduce stays staged (Open MPI's
+    # collectives crash on device memory).
+    run ucx $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 $as ./bench/hiar-bench -m device -d bfloat16 -o avg \
+        --impl hiar --mpi-device --split -b 16M -e 256M -f 4 -n 5 -w 1
+    HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_LOG_LEVEL=warn $as \
         ./tests/gpu/test_gpu --replays 1
-    HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=20000 -x UCX_TLS=self,sm,cuda_copy $as \
-        ./tests/gpu/test_gpu --replays 1
-    run ucx $u -x HIAR_MPI_DEVICE=1 $as ./tests/gpu/test_gpu --quick
-    # -o avg: the inter column's MPI_Allreduce stays staged (Open MPI's collectives crash on device memory).
-    run ucx $u -x HIAR_MPI_DEVICE=1 $as ./bench/hiar-bench -m device -d bfloat16 -o avg --impl hiar --mpi-device \
-        --split -b 16M -e 256M -f 4 -n 5 -w 1
+    # The quick suite, whose back-to-back stress stalled a piece: as it is, without cuda_ipc, without rendezvous
+    # (every message eager), and with UCX's debug log kept only for its late CUDA calls (what it sets up lazily).
+    HIAR_RUN_TIMEOUT=120 run ucx $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 $as ./tests/gpu/test_gpu --quick
+    HIAR_RUN_TIMEOUT=120 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_TLS=self,sm,cuda_copy \
+        $as ./tests/gpu/test_gpu --quick
+    HIAR_RUN_TIMEOUT=120 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_RNDV_THRESH=inf \
+        $as ./tests/gpu/test_gpu --quick
+    HIAR_RUN_TIMEOUT=120 run ucxdebug sh -c "$u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_LOG_LEVEL=debug \
+        $as ./tests/gpu/test_gpu --quick 2>&1 | grep -E 'FAIL|passed|cuMem|cuIpc|regist|mpool' | tail -n 400"
 }
 case $part in
 replays) run tests $m4 $as ./tests/gpu/test_gpu --replays 1000 ;;
