@@ -29,6 +29,12 @@ hiar_result_t hiar_cuda_current_device(int *device, char bus_id[32]);
 /* CUDA's UUID of device (the MIG instance's under MIG); left zero if CUDA cannot say. */
 void hiar_cuda_device_uuid(int device, unsigned char uuid[16]);
 
+/*
+ * What a tuned choice on device depends on, in one line: "NVIDIA H200
+ * sm_90 sms=132 driver=13000" ("unknown" where CUDA cannot say).
+ */
+void hiar_cuda_device_facts(int device, char *out, size_t len);
+
 /* Makes device current; returns the device that was, to give back with cudaSetDevice. */
 int hiar_cuda_use_device(int device);
 

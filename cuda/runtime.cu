@@ -68,6 +68,20 @@ extern "C" void hiar_cuda_device_uuid(int device, unsigned char uuid[16])
     cudaGetLastError();
 }
 
+extern "C" void hiar_cuda_device_facts(int device, char *out, size_t len)
+{
+    cudaDeviceProp prop;
+    int driver = 0;
+
+    if (device < 0 || cudaGetDeviceProperties(&prop, device) != cudaSuccess || cudaDriverGetVersion(&driver) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(out, len, "unknown");
+        return;
+    }
+    snprintf(out, len, "%s sm_%d%d sms=%d driver=%d", prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+             driver);
+}
+
 extern "C" int hiar_cuda_use_device(int device)
 {
     int current = device;

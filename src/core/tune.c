@@ -196,9 +196,9 @@ static hiar_result_t count_hosts(const hiar_comm_t *comm, int *nhosts)
 static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len)
 {
     const hiar_grouping_t *g = &comm->host.tier.groups;
-    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none";
     int sizes[64], n = 0;
-    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, 0, "shm", "none", mpi, "none"};
+    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, 0, "shm", "none", mpi, gpu};
 
     for (int i = 0; i < f.ngroups; i++)
         sizes[i] = hiar_group_size(g, i);
@@ -208,10 +208,10 @@ static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len
     if (comm->host.tp == NULL)
         f.host_transport = "none";
 #ifdef HIAR_HAVE_CUDA
-    /* The GPU's model, SM count and driver belong here with the device candidates (not tuned yet). */
+    /* The GPU's model, SM count and driver: a cache from another GPU or driver is never read. */
     if (comm->gpu) {
         f.device_transport = comm->gpu->side.tp ? comm->gpu->side.tp->name : "staged";
-        f.gpu = "unread";
+        hiar_cuda_device_facts(comm->gpu->device, gpu, sizeof(gpu));
     }
 #endif
     return hiar_tune_signature(&f, sig, len);
