@@ -128,34 +128,37 @@ __device__ __forceinline__ void hand_over(const piece_t &p)
     }
 }
 
-/* Block-wide: waits (bounded) for the thread's arrival mark of piece p and lowers it. */
-__device__ __forceinline__ bool await_piece(const piece_t &p, hiar_waiter &w)
+/* Block-wide: thread 0 waits (bounded) until *word is want; whether it came, for every thread. */
+__device__ __forceinline__ bool block_await(volatile const uint32_t *word, uint32_t want, hiar_waiter &w)
 {
     bool ok = true;
 
     if (threadIdx.x == 0) {
-        volatile uint32_t *arrived = p.flags + HIAR_HOSTS_ARRIVED_WORD;
-        while (*arrived != 1 && (ok = waiter_poll(w)))
+        while (*word != want && (ok = waiter_poll(w)))
             ;
-        if (ok)
-            *arrived = 0;
         __threadfence_system();
     }
     return __syncthreads_and(ok);
 }
 
-/* Block-wide: waits (bounded) until the eager jobs' turn is this kernel's. */
+/*
+ * Block-wide: waits for the thread's arrival mark of piece p and lowers it
+ * (before the position's next `ready`, which hand_over fences after it).
+ */
+__device__ __forceinline__ bool await_piece(const piece_t &p, hiar_waiter &w)
+{
+    volatile uint32_t *arrived = p.flags + HIAR_HOSTS_ARRIVED_WORD;
+    bool ok = block_await(arrived, 1, w);
+
+    if (ok && threadIdx.x == 0)
+        *arrived = 0;
+    return ok;
+}
+
+/* Block-wide: waits until the eager jobs' turn is this kernel's (turn 0: a captured job's, takes none). */
 __device__ __forceinline__ bool take_turn(const hosts_turns_t *turns, unsigned turn, hiar_waiter &w)
 {
-    bool ok = true;
-
-    if (threadIdx.x == 0 && turn) {
-        volatile const unsigned *now = &turns->turn;
-        while (*now != turn && (ok = waiter_poll(w)))
-            ;
-        __threadfence();
-    }
-    return __syncthreads_and(ok);
+    return !turn || block_await(&turns->turn, turn, w);
 }
 
 /* The last block of the kernel to finish passes the turn on. */
