@@ -78,7 +78,7 @@ typedef struct {
     const char *host_transport;   /* "shm" or "none" */
     const char *device_transport; /* "ipc", "pinned", ... or "none" */
     const char *mpi;              /* MPI_Get_library_version's first line */
-    const char *gpu;              /* "H200 sm=132 driver=..." or "none" */
+    const char *gpu;              /* "NVIDIA H200 sm_90 sms=132 driver=13000", "unknown" or "none" */
 } hiar_tune_facts_t;
 
 /* The signature, one line: "hiar=0.1.0 ranks=4 groups=2,2 hosts=1 ...". */

@@ -13,8 +13,9 @@ is mpi4py's own call and the preload's.
     ... python3 tests/pmpi/pmpi_cost.py $PWD/.libs/libhiar.so host     # numpy arrays
 
 Rank 0 prints one row per size: the median over 5 rounds of the mean of N
-calls, for each, and their ratio.  Both results are checked against the
-exact sum (small integers).  Exit 1 on a wrong result.
+calls, for each of the three, and the ratios of preload and raw to hiar.
+Each one's result is checked against the exact sum (small integers), in an
+output cleared before its call.  Exit 1 on a wrong result.
 """
 import ctypes
 import sys
@@ -57,10 +58,12 @@ def main():
             stream = torch.cuda.current_stream()
             sptr, ptr, sync, handle = send.data_ptr(), buf.data_ptr(), stream.synchronize, stream.cuda_stream
             read = lambda: buf.cpu().numpy()  # noqa: E731
+            clear = buf.zero_
         else:
             send, buf = base, np.zeros(count, dtype=np.float32)
             sptr, ptr, sync, handle = send.ctypes.data, buf.ctypes.data, (lambda: None), None
             read = lambda: buf  # noqa: E731
+            clear = lambda: buf.fill(0)  # noqa: E731
 
         raw = ([MPI.memory.fromaddress(sptr, size), MPI.FLOAT], [MPI.memory.fromaddress(ptr, size), MPI.FLOAT])
 
@@ -76,6 +79,7 @@ def main():
         times = {"preload": [], "raw": [], "hiar": []}
         for _ in range(5):
             for name in times:
+                clear()
                 call(name)
                 wrong += not np.array_equal(read(), want)
                 comm.Barrier()
