@@ -304,6 +304,12 @@ typedef struct {
     unsigned turn;
 } hiar_hosts_job_t;
 
+/* The eager turn after `turn`: counts on, past 0, which is a captured job's (takes no turn). */
+HIAR_HD static inline unsigned hiar_hosts_next_turn(unsigned turn)
+{
+    return turn + 1 ? turn + 1 : 1;
+}
+
 /* Bytes of a piece's flags (hiar_piece_flags_t). */
 #define HIAR_HOSTS_FLAGS_BYTES 256
 

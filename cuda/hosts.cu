@@ -170,7 +170,7 @@ __device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
         if (atomicAdd(&turns->done, 1u) == gridDim.x - 1) {
             turns->done = 0;
             __threadfence();
-            atomicExch(&turns->turn, turn + 1 ? turn + 1 : 1);
+            atomicExch(&turns->turn, hiar_hosts_next_turn(turn));
         }
     }
 }

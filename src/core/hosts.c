@@ -79,10 +79,11 @@ static void thread_init(void *arg)
 }
 
 /*
- * A captured job's first exchange, on the capturing thread, within the
- * call's deadline: the MPI's CUDA calls must not spoil the capture.
+ * A ring's first exchange (net/progress.h) on this thread: at creation, or
+ * while capturing, where the MPI's CUDA calls must not spoil the capture.
+ * What a failure leaves posted is counted, so its memory stays.
  */
-static hiar_result_t warm_captured(hiar_hosts_t *h, const hiar_progress_job_t *job, int positions, hiar_wait_t *wait)
+static hiar_result_t warm(hiar_hosts_t *h, const hiar_progress_job_t *job, int positions, hiar_wait_t *wait)
 {
     int mode = hiar_cuda_capture_mode_relax(), left;
     hiar_result_t rc = hiar_progress_warm(&h->port, job, positions, wait, &left);
@@ -133,10 +134,7 @@ static hiar_result_t warm_eager(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
     for (int l = 0; l < h->nlinks; l++) {
         hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(HOSTS_PIECE_BYTES),
                                    .send = h->ring.send_host, .recv = h->ring.recv_host};
-        int left;
-        hiar_result_t rc = hiar_progress_warm(&h->port, &job, HOSTS_RING, &wait, &left);
-        h->left += left;
-        HIAR_CHECK(rc);
+        HIAR_CHECK(warm(h, &job, HOSTS_RING, &wait));
     }
     return HIAR_SUCCESS;
 }
@@ -174,40 +172,40 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     return n ? allocate_eager(h, h->port.size(h->port.ctx, 0)) : HIAR_SUCCESS;
 }
 
-/* Whether every rank set up its side (ok) and hands MPI device pointers (*device_pointers). */
-static hiar_result_t agree(MPI_Comm mpi, int *ok, int *device_pointers)
+/* A set-up step's outcome on this rank (a WARN if it failed), then whether it worked on every rank. */
+static hiar_result_t settle(MPI_Comm mpi, hiar_result_t rc, int *ok)
 {
-    int v[2] = {*ok, *device_pointers};
-
-    HIAR_CHECK(hiar_net_min(mpi, v, 2));
-    *ok = v[0];
-    *device_pointers = v[1];
-    return HIAR_SUCCESS;
+    if (rc != HIAR_SUCCESS)
+        HIAR_WARN(MPI, "the step between hosts stays on the calling thread: %s", hiar_last_error());
+    *ok = rc == HIAR_SUCCESS;
+    return hiar_net_min(mpi, ok, 1);
 }
 
 hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_hosts_config_t *cfg,
                                hiar_hosts_t **out, char *why, size_t why_size)
 {
     const char *no = blocking_reason(cfg);
-    int ok = !no, device_pointers = cfg->device_pointers;
+    int v[2] = {!no, cfg->device_pointers}, ok; /* every rank can, and hands MPI device pointers */
     hiar_hosts_t *h = NULL;
     hiar_result_t rc = HIAR_SUCCESS;
 
     *out = NULL;
-    HIAR_CHECK(agree(mpi, &ok, &device_pointers));
-    for (int step = 0; step < 2 && ok && (step == 0 || device_pointers); step++) {
-        if (step == 0 && !(h = calloc(1, sizeof(*h))))
+    HIAR_CHECK(hiar_net_min(mpi, v, 2));
+    ok = v[0];
+    if (ok) {
+        if (!(h = calloc(1, sizeof(*h))))
             rc = hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between hosts");
-        else if (step == 0) {
-            h->device_pointers = device_pointers;
+        else {
+            h->device_pointers = v[1];
             h->device = cfg->device;
             rc = connect(h, t, cfg);
-        } else /* only once every rank has its ring: a peer that failed never makes the others wait */
-            rc = warm_eager(h, cfg);
-        if (rc != HIAR_SUCCESS)
-            HIAR_WARN(MPI, "the step between hosts stays on the calling thread: %s", hiar_last_error());
-        ok = rc == HIAR_SUCCESS;
-        HIAR_CHECK(agree(mpi, &ok, &device_pointers));
+        }
+        HIAR_CHECK(settle(mpi, rc, &ok));
+    }
+    /* Only once every rank has its ring: a peer that failed never makes the others wait. */
+    if (ok && v[1]) {
+        rc = warm_eager(h, cfg);
+        HIAR_CHECK(settle(mpi, rc, &ok));
     }
     if (!ok) {
         hiar_hosts_free(h);
@@ -284,16 +282,13 @@ static void shape(unsigned cap, int npieces, int *ring, int *blocks)
 
 /*
  * The eager slots' flags with the shared ring's memory; a captured job's
- * own, allocated now for the positions it uses.
+ * own, allocated now: need bytes (the positions it uses) per peer and
+ * direction.
  */
-static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, const hiar_progress_job_t *job, int n,
-                              hiar_hosts_area_t *a)
+static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, size_t need, int n, hiar_hosts_area_t *a)
 {
-    if (capturing) {
-        int npieces = hiar_pieces_count(&job->pieces);
-        size_t need = (size_t)(npieces < job->ring ? npieces : job->ring) * job->stride;
+    if (capturing)
         return hiar_hosts_gpu_slot(h->gpu, slot, need, (size_t)(n - 1) * need, a);
-    }
     HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, slot, 0, 0, a));
     a->send_host = h->ring.send_host;
     a->send_dev = h->ring.send_dev;
@@ -309,7 +304,7 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     hiar_progress_job_t job = {.link = link, .persistent = capturing};
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
-    int npieces;
+    int npieces, used; /* positions the job uses */
 
     HIAR_ASSERT(link >= 0);
     job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
@@ -319,10 +314,11 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.n = h->port.size(h->port.ctx, link);
     k.me = h->port.rank(h->port.ctx, link);
     shape(hiar_hosts_gpu_blocks(h->gpu), npieces, &job.ring, &k.blocks);
+    used = npieces < job.ring ? npieces : job.ring;
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
     HIAR_CHECK(take_slot(h, capturing, &slot));
     /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
-    HIAR_CHECK(job_area(h, slot, capturing, &job, k.n, &a));
+    HIAR_CHECK(job_area(h, slot, capturing, (size_t)used * job.stride, k.n, &a));
     HIAR_CHECK(take_tag(h, link, capturing, &job.tag));
     job.slot = slot;
     job.send = a.send_host;
@@ -336,11 +332,11 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     k.ring = job.ring;
     /* A captured job's own memory meets the MPI now, not first in a replay (net/progress.h). */
     if (capturing && h->device_pointers)
-        HIAR_CHECK(warm_captured(h, &job, npieces < job.ring ? npieces : job.ring, c->wait));
+        HIAR_CHECK(warm(h, &job, used, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)
-        k.turn = h->turn + 1 ? h->turn + 1 : 1;
+        k.turn = hiar_hosts_next_turn(h->turn);
     HIAR_CHECK(hiar_hosts_reduce(h->gpu, &k, c));
     if (!capturing)
         h->turn = k.turn;
