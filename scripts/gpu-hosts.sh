@@ -53,9 +53,12 @@ ucx_part() {
         --impl hiar --mpi-device --split -b 16M -e 256M -f 4 -n 5 -w 1
     HIAR_RUN_TIMEOUT=90 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_LOG_LEVEL=warn $as \
         ./tests/gpu/test_gpu --replays 1
+    # The MPI alone: device messages while a kernel spins (PYTHON: an interpreter with CuPy and mpi4py).
+    HIAR_RUN_TIMEOUT=60 run ucxspin ${u/-np 4/-np 2} "${PYTHON:-python3}" scripts/mpi-device-spin.py 4096 4112 8208 65536
     # The quick suite, whose back-to-back stress stalled a piece: as it is, without cuda_ipc, without rendezvous
     # (every message eager), and with UCX's debug log kept only for its late CUDA calls (what it sets up lazily).
-    HIAR_RUN_TIMEOUT=120 run ucx $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 $as ./tests/gpu/test_gpu --quick
+    # --verbose: the case after the last "ok:" line is the one that stalled.
+    HIAR_RUN_TIMEOUT=120 run ucx $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 $as ./tests/gpu/test_gpu --quick --verbose
     HIAR_RUN_TIMEOUT=120 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_TLS=self,sm,cuda_copy \
         $as ./tests/gpu/test_gpu --quick
     HIAR_RUN_TIMEOUT=120 run ucxdiag $u -x HIAR_MPI_DEVICE=1 -x HIAR_TIMEOUT_MS=15000 -x UCX_RNDV_THRESH=inf \

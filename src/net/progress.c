@@ -329,11 +329,27 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
 }
 
 /*
- * The first exchange runs every size from 8 bytes up to the stride, 8x a
- * step, so that each of the MPI's protocols (eager, rendezvous, pipelined
- * staging) meets the memory once.
+ * The first exchange's sizes after `bytes`, up to the stride: every power
+ * of two p from 8 bytes, p + 16 and 1.5 p, so that each of the MPI's
+ * protocols (eager in one or several fragments, rendezvous, pipelined
+ * staging) meets the memory once whatever its thresholds.  8x steps missed
+ * one (H200 machine, Open MPI with pml ucx over the CUDA UCX 1.22, device
+ * memory): the first 4112-byte message, between rounds of 4096 and 32768,
+ * never completed while the kernels waited for it, though 4082- and
+ * 8208-byte ones had.  About 3 rounds a doubling: 45 up to 256 KB.
  */
-#define WARM_STEP 8
+static size_t warm_next(size_t bytes, size_t stride)
+{
+    size_t next = stride;
+
+    for (size_t p = 8; p <= 2 * bytes && p < stride; p *= 2) {
+        const size_t sizes[] = {p, p + 16, p + p / 2};
+        for (int k = 0; k < 3; k++)
+            if (sizes[k] > bytes && sizes[k] < next)
+                next = sizes[k];
+    }
+    return next;
+}
 
 /* Every position's exchange of `bytes` at once, waited for; on failure *left: requests still posted. */
 static hiar_result_t warm_round(const hiar_port_t *port, const hiar_progress_job_t *job, int positions, size_t bytes,
@@ -373,7 +389,7 @@ hiar_result_t hiar_progress_warm(const hiar_port_t *port, const hiar_progress_jo
                               "link of %d ranks (2 to %d ranks, 1 to %d positions, 8 bytes or more expected)",
                               positions, job->ring, job->stride, n, HIAR_PROGRESS_MAX_LINK, HIAR_PROGRESS_MAX_RING);
     warm.tag = warm_tag(port);
-    for (size_t bytes = 8;; bytes = bytes * WARM_STEP < job->stride ? bytes * WARM_STEP : job->stride) {
+    for (size_t bytes = 8;; bytes = warm_next(bytes, job->stride)) {
         HIAR_CHECK(warm_round(port, &warm, positions, bytes, wait, left));
         if (bytes >= job->stride)
             return HIAR_SUCCESS;

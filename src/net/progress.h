@@ -114,9 +114,9 @@ hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progre
 
 /*
  * Exchanges the first `positions` positions of job's ring with every peer
- * of its link, every size from 8 bytes up to stride, on the calling
- * thread, and waits (through wait: bounded, abortable) until all of it is
- * done; the bytes carry nothing.  An MPI that takes device memory registers
+ * of its link, in sizes from 8 bytes up to stride (about 3 a doubling), on
+ * the calling thread, and waits (through wait: bounded, abortable) until
+ * all of it is done; the bytes carry nothing.  An MPI that takes device memory registers
  * it, maps its peers' and sizes its staging on first use, and some of that
  * waits for the whole GPU (seen under CUDA MPS): done here, before any
  * kernel waits for the engine, it never waits behind one.  Every rank of

@@ -9,6 +9,11 @@
  * changing inputs, and replays of a captured CUDA graph.  The same cases
  * run again on registered memory (hiar_mem_alloc), where the two-shot kernel
  * writes into the peers' outputs directly.
+ *
+ * Options: --quick (fewer back-to-back calls), --replays N (only captured
+ * calls, replayed N times), --stream (the calls on a non-blocking stream of
+ * the test's instead of the legacy default stream), --verbose (every passed
+ * case named), --kill (tests/gpu/kill.sh).
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -29,6 +34,26 @@ static int rank, nranks, passed, failed;
 static int replays = 50;
 /* Device buffers of the cases come from hiar_mem_alloc (collective) instead of cudaMalloc. */
 static int registered;
+/* The calls' stream: the legacy default stream, or with --stream a non-blocking one of the test's. */
+static cudaStream_t calls_stream;
+/* --verbose: rank 0 names every case that passed too (a stalled case is then the one after the last). */
+static int verbose;
+
+/* Waits for the calls (and, on the legacy stream, everything else of this rank). */
+static void calls_sync(void)
+{
+    if (calls_stream)
+        CUDA_OK(cudaStreamSynchronize(calls_stream));
+    else
+        CUDA_OK(cudaDeviceSynchronize());
+}
+
+/* Before a call on --stream's stream: the test's synchronous copies are done (they are the legacy stream's). */
+static void calls_prepare(void)
+{
+    if (calls_stream)
+        CUDA_OK(cudaDeviceSynchronize());
+}
 
 static void dev_alloc(hiar_comm_t *comm, void *p, size_t bytes)
 {
@@ -155,9 +180,16 @@ static void fill(hiar_dtype_t t, hiar_op_t op, void *host, size_t count, int k)
 static int record(int ok, const char *what)
 {
     int all;
+    if (!ok)
+        fprintf(stderr, "rank %d: failed: %s\n", rank, what);
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all)
+    if (all) {
         passed++;
+        if (verbose && rank == 0) {
+            printf("ok: %s\n", what);
+            fflush(stdout);
+        }
+    }
     else {
         failed++;
         if (rank == 0)
@@ -218,9 +250,10 @@ static void one_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t cou
     memset(host, 0xa5, bytes);
     CUDA_OK(cudaMemcpy(drecv, inplace ? dsend : (char *)host, bytes,
                        inplace ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice));
+    calls_prepare();
     rc = hiar_allreduce(dsend + (guard + offset) * es, (inplace ? dsend : drecv) + (guard + offset) * es, count,
-                        t, op, comm, NULL);
-    CUDA_OK(cudaDeviceSynchronize());
+                        t, op, comm, calls_stream);
+    calls_sync();
     if (rc != HIAR_SUCCESS) {
         fprintf(stderr, "rank %d: %s: %s\n", rank, hiar_strerror(rc), hiar_last_error());
         ok = 0;
@@ -272,13 +305,14 @@ static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
     for (int k = 0; k < NOUT; k++)
         dev_alloc(comm, &out[k], bytes);
     CUDA_OK(cudaMalloc(&scratch, 1 << 20));
+    calls_prepare();
     for (int c = 0; c < calls && ok; c += NOUT) {
         for (int k = 0; k < NOUT; k++) {
-            CUDA_OK(cudaMemsetAsync(out[k], 0xff, bytes, NULL));
-            CUDA_OK(cudaMemsetAsync(scratch, c + k, 1 << 20, NULL));
-            ok &= hiar_allreduce(in[(c + k) % NIN], out[k], count, t, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+            CUDA_OK(cudaMemsetAsync(out[k], 0xff, bytes, calls_stream));
+            CUDA_OK(cudaMemsetAsync(scratch, c + k, 1 << 20, calls_stream));
+            ok &= hiar_allreduce(in[(c + k) % NIN], out[k], count, t, HIAR_SUM, comm, calls_stream) == HIAR_SUCCESS;
         }
-        CUDA_OK(cudaDeviceSynchronize());
+        calls_sync();
         for (int k = 0; k < NOUT; k++) {
             CUDA_OK(cudaMemcpy(host, out[k], bytes, cudaMemcpyDeviceToHost));
             ok &= verify(t, HIAR_SUM, host, count, (c + k) % NIN);
@@ -333,11 +367,12 @@ static void stress_mixed(hiar_comm_t *comm, int calls)
             fill(t, op, host, count, c + k);
             CUDA_OK(cudaMemcpy(in[k], host, count * hiar_dtype_size(t), cudaMemcpyHostToDevice));
         }
+        calls_prepare();
         for (int k = 0; k < N; k++) {
             mixed_call(c + k, &t, &op, &count);
-            ok &= hiar_allreduce(in[k], out[k], count, t, op, comm, NULL) == HIAR_SUCCESS;
+            ok &= hiar_allreduce(in[k], out[k], count, t, op, comm, calls_stream) == HIAR_SUCCESS;
         }
-        CUDA_OK(cudaDeviceSynchronize());
+        calls_sync();
         for (int k = 0; k < N; k++) {
             mixed_call(c + k, &t, &op, &count);
             CUDA_OK(cudaMemcpy(host, out[k], count * hiar_dtype_size(t), cudaMemcpyDeviceToHost));
@@ -398,8 +433,9 @@ static void edge_case(hiar_comm_t *comm, hiar_dtype_t t, hiar_op_t op, size_t co
         edge_bits(t, rank, i, seed, host + i * es);
     CUDA_OK(cudaMemcpy(din + off * es, host, count * es, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(dout, 0x5a, (count + off) * es)); /* an element left unwritten shows */
-    ok = hiar_allreduce(din + off * es, dout + off * es, count, t, op, comm, NULL) == HIAR_SUCCESS;
-    CUDA_OK(cudaDeviceSynchronize());
+    calls_prepare();
+    ok = hiar_allreduce(din + off * es, dout + off * es, count, t, op, comm, calls_stream) == HIAR_SUCCESS;
+    calls_sync();
     CUDA_OK(cudaMemcpy(host, dout + off * es, count * es, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < count; i++) {
         double want = 0, have = decode(t, host, i);
@@ -713,9 +749,13 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
-    for (int a = 1; a + 1 < argc; a++)
-        if (strcmp(argv[a], "--replays") == 0)
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--replays") == 0 && a + 1 < argc)
             replays = atoi(argv[a + 1]);
+        verbose |= strcmp(argv[a], "--verbose") == 0;
+        if (strcmp(argv[a], "--stream") == 0 && !calls_stream)
+            CUDA_OK(cudaStreamCreateWithFlags(&calls_stream, cudaStreamNonBlocking));
+    }
     comm = create(NULL);
     if (argc > 1 && strcmp(argv[1], "--kill") == 0)
         return kill_loop(comm);

@@ -30,6 +30,7 @@
 #define BYTES (2 * CHUNK + 1700) /* pieces of 1000, 1000, 500 twice, then 1000, 700: positions reused unevenly */
 #define RECV_STRIDE 1040         /* the others' pieces lie this far apart; the gaps must stay untouched */
 #define GAP 0xEE
+#define SENT_LOG 512 /* messages a fake rank logs */
 
 /* ---- the fake network ---- */
 
@@ -56,9 +57,9 @@ typedef struct {
     net_t *net;
     int me, n;
     recv_t recvs[256];
-    int nsent;           /* messages sent, the first 64 logged: */
-    int sent_tag[64];
-    size_t sent_bytes[64];
+    int nsent;           /* messages sent, the first SENT_LOG logged: */
+    int sent_tag[SENT_LOG];
+    size_t sent_bytes[SENT_LOG];
 } fake_t;
 
 static int fake_rank(void *ctx, int link)
@@ -85,7 +86,7 @@ static hiar_result_t fake_isend(void *ctx, int link, int to, int tag, const void
         return hiar_error_set(HIAR_NO_MEMORY, "fake isend");
     *m = (msg_t){f->me, to, tag, bytes, NULL};
     memcpy(m->data, buf, bytes);
-    if (f->nsent < 64) {
+    if (f->nsent < SENT_LOG) {
         f->sent_tag[f->nsent] = tag;
         f->sent_bytes[f->nsent] = bytes;
     }
@@ -391,8 +392,9 @@ static void test_rounds(int n, int nslots, int how)
 
 /* ---- the first exchange of a ring's memory (hiar_progress_warm) ---- */
 
-/* The sizes of its rounds for the stride of these tests: 8 bytes, 8x a step, then the stride. */
-static const size_t warm_sizes[] = {8, 64, 512, RECV_STRIDE};
+/* The sizes of its rounds for the stride of these tests: each power of two p from 8, p + 16, 1.5 p; the stride. */
+static const size_t warm_sizes[] = {8,   12,  16,  24,  32,  48,  64,  80,   96, 128,
+                                    144, 192, 256, 272, 384, 512, 528, 768, 1024, RECV_STRIDE};
 
 /*
  * A rank's receive area after the first exchange of `positions`: every
@@ -445,7 +447,7 @@ static int warm_sent(const fake_t *f, int positions)
 {
     int per = positions * (f->n - 1), nrounds = (int)(sizeof(warm_sizes) / sizeof(warm_sizes[0])), ok;
 
-    ok = f->nsent == per * nrounds && f->nsent <= 64;
+    ok = f->nsent == per * nrounds && f->nsent <= SENT_LOG;
     for (int m = 0; ok && m < f->nsent; m++)
         ok &= f->sent_bytes[m] == warm_sizes[m / per] && f->sent_tag[m] / HIAR_PROGRESS_MAX_RING == (1 << 20) / 16 - 1;
     return ok;
