@@ -31,6 +31,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "core/run.h"
 #include "pmpi.h"
 #ifdef HIAR_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -111,7 +112,7 @@ static hiar_result_t agree_device(pmpi_comm_t *s, size_t count, hiar_dtype_t dty
     if (slot->dtype != (int)dtype || slot->count != count || slot->uses >= PMPI_KIND_RECHECK) {
         int32_t host = !mine, any_host = 1;
         HIAR_CHECK(drain_stream(s)); /* a host call: none of the comm's kernels may be in flight */
-        HIAR_CHECK(hiar_allreduce(&host, &any_host, 1, HIAR_INT32, HIAR_MAX, s->hiar, NULL));
+        HIAR_CHECK(hiar_allreduce_of_kind(&host, &any_host, 1, HIAR_INT32, HIAR_MAX, 0, s->hiar, NULL));
         *slot = (pmpi_kind_slot_t){count, (int)dtype, !any_host, 0};
     }
     slot->uses++;
@@ -142,13 +143,13 @@ static hiar_result_t run_host(pmpi_comm_t *s, const void *send, int send_dev, vo
     hiar_result_t rc;
 
     if (direct)
-        return hiar_allreduce(send, recv, count, dtype, hop, s->hiar, NULL);
+        return hiar_allreduce_of_kind(send, recv, count, dtype, hop, 0, s->hiar, NULL);
     if (!(tmp = malloc(bytes)))
         return hiar_error_set(HIAR_NO_MEMORY, "MPI_Allreduce: cannot allocate %zu bytes to stage the buffers",
                               bytes);
     rc = pmpi_copy(tmp, send, bytes, send_dev);
     if (rc == HIAR_SUCCESS)
-        rc = hiar_allreduce(tmp, tmp, count, dtype, hop, s->hiar, NULL);
+        rc = hiar_allreduce_of_kind(tmp, tmp, count, dtype, hop, 0, s->hiar, NULL);
     if (rc == HIAR_SUCCESS)
         rc = pmpi_copy(recv, tmp, bytes, recv_dev);
     free(tmp);
@@ -183,11 +184,11 @@ static hiar_result_t run_device(pmpi_comm_t *s, const void *send, void *recv, in
     cudaError_t err;
 
     if (direct)
-        return hiar_allreduce(send, recv, count, dtype, hop, s->hiar, stream);
+        return hiar_allreduce_of_kind(send, recv, count, dtype, hop, 1, s->hiar, stream);
     if ((err = cudaMallocAsync(&tmp, bytes, stream)) != cudaSuccess)
         return cuda_fail(err, "allocating device memory to stage the buffers");
     HIAR_CHECK_GOTO(hiar_cuda_copy_async(tmp, send, bytes, stream), rc, err_free);
-    HIAR_CHECK_GOTO(hiar_allreduce(tmp, tmp, count, dtype, hop, s->hiar, stream), rc, err_free);
+    HIAR_CHECK_GOTO(hiar_allreduce_of_kind(tmp, tmp, count, dtype, hop, 1, s->hiar, stream), rc, err_free);
     if (recv_dev >= 0) {
         HIAR_CHECK_GOTO(hiar_cuda_copy_async(recv, tmp, bytes, stream), rc, err_free);
         cudaFreeAsync(tmp, stream);

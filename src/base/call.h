@@ -76,6 +76,7 @@ typedef struct hiar_call {
     hiar_op_t op;
     int divisor;   /* HIAR_AVG: the comm's ranks, applied once, by the last step; else 0 */
     int device;    /* the buffers are device memory */
+    int device_known; /* 1: the caller set device (it asked CUDA already): no pointer queries */
     void *stream;  /* a cudaStream_t; NULL: the legacy default stream */
     int nshards;   /* shards between groups: the largest group of the side that runs it */
     hiar_plan_t plan;

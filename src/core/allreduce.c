@@ -145,7 +145,7 @@ static hiar_result_t capturable(const hiar_comm_t *comm, const hiar_call_t *c)
 /* Everything a call needs to run, checked; rc: the local checks' outcome so far. */
 static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_result_t rc)
 {
-    if (rc == HIAR_SUCCESS && c->count > 0)
+    if (rc == HIAR_SUCCESS && c->count > 0 && !c->device_known)
         rc = on_device(c, &c->device);
     if (rc == HIAR_SUCCESS && c->count > 0) {
         plan(comm, c);
@@ -179,11 +179,24 @@ hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t 
     return rc;
 }
 
+/* hiar_allreduce; device: the buffers' kind (0 host, 1 device), or -1: ask CUDA. */
+static hiar_result_t allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype, hiar_op_t op,
+                               int device, hiar_comm_t *comm, hiar_stream_t stream)
+{
+    hiar_call_t call = {.sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .esize = hiar_dtype_size(dtype),
+                        .dtype = dtype, .op = op, .stream = stream, .device = device > 0, .device_known = device >= 0};
+
+    return hiar_call_run(comm, &call, hiar_call_check(&call, "hiar_allreduce"), "hiar_allreduce");
+}
+
 hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
                              hiar_op_t op, hiar_comm_t *comm, hiar_stream_t stream)
 {
-    hiar_call_t call = {.sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .esize = hiar_dtype_size(dtype),
-                        .dtype = dtype, .op = op, .stream = stream};
+    return allreduce(sendbuf, recvbuf, count, dtype, op, -1, comm, stream);
+}
 
-    return hiar_call_run(comm, &call, hiar_call_check(&call, "hiar_allreduce"), "hiar_allreduce");
+hiar_result_t hiar_allreduce_of_kind(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
+                                     hiar_op_t op, int device, hiar_comm_t *comm, hiar_stream_t stream)
+{
+    return allreduce(sendbuf, recvbuf, count, dtype, op, device != 0, comm, stream);
 }
