@@ -31,7 +31,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "core/run.h"
+#include "core/allreduce.h"
 #include "pmpi.h"
 #ifdef HIAR_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -5,8 +5,9 @@
 #     base <- topo <- net <- transport <- core <- {mpi, bench}
 #     cuda/ sits beside transport: it uses base (and hiar.h and cuda/) only;
 #           transport, core, mpi and bench may use it; base, topo, net may not.
-#     mpi/  (the LD_PRELOAD) uses hiar.h, base, cuda and of core only run.h
-#           (hiar_allreduce_of_kind: the buffers' kind it has asked CUDA for).
+#     mpi/  (the LD_PRELOAD) uses hiar.h, base, cuda and of core only
+#           core/allreduce.h (hiar_allreduce_of_kind: the buffers' kind it
+#           has asked CUDA for; that header includes only hiar.h).
 #     src/hiar.h (the public API) may be used by anyone; it includes only
 #           system headers.
 # Why: each layer then builds and can be read and tested on the ones below it
@@ -287,7 +288,7 @@ END {
             if (from != "") {
                 if (tl == "")
                     bad[++nbad] = where ", which is " to ", in no layer"
-                else if (!uses(from, tl) && !(from == "mpi" && to == "src/core/run.h")) {
+                else if (!uses(from, tl) && !(from == "mpi" && to == "src/core/allreduce.h")) {
                     if (rank[tl] > rank[from])
                         bad[++nbad] = where ", which is in layer " tl " above this file\047s layer " from
                     else

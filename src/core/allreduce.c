@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "core/allreduce.h"
 #include "core/comm.h"
 #include "core/run.h"
 #include "net/coll.h"
@@ -198,5 +199,5 @@ hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t count, h
 hiar_result_t hiar_allreduce_of_kind(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
                                      hiar_op_t op, int device, hiar_comm_t *comm, hiar_stream_t stream)
 {
-    return allreduce(sendbuf, recvbuf, count, dtype, op, device != 0, comm, stream);
+    return allreduce(sendbuf, recvbuf, count, dtype, op, device ? 1 : 0, comm, stream);
 }

@@ -19,16 +19,6 @@ hiar_result_t hiar_run_host(void *comm, const hiar_call_t *call);
  */
 hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t rc, const char *name);
 
-/*
- * hiar_allreduce for a caller that has asked CUDA where both buffers live
- * (the preload, mpi/path.c, which must know that to stage them): device 1
- * for device memory on the comm's GPU, 0 for host memory, and the call asks
- * CUDA nothing more (hiar_allreduce asks once per buffer, as the preload
- * did).  A wrong kind is the caller's bug: kernels on host memory fault.
- */
-hiar_result_t hiar_allreduce_of_kind(const void *sendbuf, void *recvbuf, size_t count, hiar_dtype_t dtype,
-                                     hiar_op_t op, int device, hiar_comm_t *comm, hiar_stream_t stream);
-
 /* The checks of hiar_allreduce's arguments as they are in call. */
 hiar_result_t hiar_call_check(const hiar_call_t *call, const char *name);
 

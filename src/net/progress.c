@@ -332,11 +332,12 @@ static hiar_result_t check_job(const hiar_progress_t *p, const hiar_progress_job
  * The first exchange's sizes after `bytes`, up to the stride: every power
  * of two p from 8 bytes, p + 16 and 1.5 p, so that each of the MPI's
  * protocols (eager in one or several fragments, rendezvous, pipelined
- * staging) meets the memory once whatever its thresholds.  8x steps missed
- * one (H200 machine, Open MPI with pml ucx over the CUDA UCX 1.22, device
- * memory): the first 4112-byte message, between rounds of 4096 and 32768,
- * never completed while the kernels waited for it, though 4082- and
- * 8208-byte ones had.  About 3 rounds a doubling: 45 up to 256 KB.
+ * staging) meets the memory once, unless its size range is narrower than
+ * these steps (at most 1.5x).  8x steps missed one (H200 machine, Open MPI
+ * with pml ucx over the CUDA UCX 1.22, device memory): the first 4112-byte
+ * message, between rounds of 4096 and 32768, never completed while the
+ * kernels waited for it, though 4082- and 8208-byte ones had.  About 3
+ * rounds a doubling: 43 up to 256 KB.
  */
 static size_t warm_next(size_t bytes, size_t stride)
 {

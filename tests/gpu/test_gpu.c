@@ -10,10 +10,11 @@
  * run again on registered memory (hiar_mem_alloc), where the two-shot kernel
  * writes into the peers' outputs directly.
  *
- * Options: --quick (fewer back-to-back calls), --replays N (only captured
- * calls, replayed N times), --stream (the calls on a non-blocking stream of
- * the test's instead of the legacy default stream), --verbose (every passed
- * case named), --kill (tests/gpu/kill.sh).
+ * Options, in any order: --quick (fewer back-to-back calls), --replays N
+ * (only captured calls, replayed N times), --stream (the cases' calls on a
+ * non-blocking stream of the test's instead of the legacy default stream:
+ * the matrix, the edge values and the back-to-back stress), --verbose (every
+ * passed case named), --kill (tests/gpu/kill.sh).
  */
 #include <cuda_runtime.h>
 #include <math.h>
@@ -731,7 +732,7 @@ static hiar_comm_t *create(const char *settings)
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -751,15 +752,17 @@ int main(int argc, char **argv)
     CUDA_OK(cudaSetDevice(lrank % ndev));
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--replays") == 0 && a + 1 < argc)
-            replays = atoi(argv[a + 1]);
+            only_graphs = replays = atoi(argv[++a]);
+        quick |= strcmp(argv[a], "--quick") == 0;
+        killed |= strcmp(argv[a], "--kill") == 0;
         verbose |= strcmp(argv[a], "--verbose") == 0;
         if (strcmp(argv[a], "--stream") == 0 && !calls_stream)
             CUDA_OK(cudaStreamCreateWithFlags(&calls_stream, cudaStreamNonBlocking));
     }
     comm = create(NULL);
-    if (argc > 1 && strcmp(argv[1], "--kill") == 0)
+    if (killed)
         return kill_loop(comm);
-    if (argc > 2 && strcmp(argv[1], "--replays") == 0) {
+    if (only_graphs) {
         /* Only captured calls, replayed that often (checked every time); a line per graph. */
         graph(comm, HIAR_FLOAT32, 1000);
         if (rank == 0)
@@ -850,6 +853,8 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
+    if (calls_stream)
+        cudaStreamDestroy(calls_stream);
     MPI_Finalize();
     return failed ? 1 : 0;
 }

@@ -392,27 +392,38 @@ static void test_rounds(int n, int nslots, int how)
 
 /* ---- the first exchange of a ring's memory (hiar_progress_warm) ---- */
 
-/* The sizes of its rounds for the stride of these tests: each power of two p from 8, p + 16, 1.5 p; the stride. */
-static const size_t warm_sizes[] = {8,   12,  16,  24,  32,  48,  64,  80,   96, 128,
-                                    144, 192, 256, 272, 384, 512, 528, 768, 1024, RECV_STRIDE};
+/* The sizes of its rounds for a stride: each power of two p from 8, p + 16 and 1.5 p below it; then the stride. */
+typedef struct {
+    size_t stride;
+    int nsizes;
+    size_t sizes[24];
+} warm_ladder_t;
+
+static const warm_ladder_t ladders[] = {
+    {RECV_STRIDE, 20, {8, 12, 16, 24, 32, 48, 64, 80, 96, 128, 144, 192, 256, 272, 384, 512, 528, 768, 1024,
+                       RECV_STRIDE}},
+    {100, 10, {8, 12, 16, 24, 32, 48, 64, 80, 96, 100}}, /* capped at a stride off the ladder */
+    {17, 4, {8, 12, 16, 17}},
+    {8, 1, {8}},
+};
 
 /*
  * A rank's receive area after the first exchange of `positions`: every
  * other rank's send bytes of those positions at their places, untouched
  * (GAP) past them.
  */
-static int warm_arrived(const unsigned char *recv, int me, int n, int positions)
+static int warm_arrived(const unsigned char *recv, int me, int n, int positions, size_t stride)
 {
     int ok = 1;
 
     for (int q = 0; q < positions; q++)
         for (int from = 0; from < n; from++) {
             const unsigned char *got = recv + ((size_t)q * (size_t)(n - 1) + (size_t)(from < me ? from : from - 1)) *
-                                                  RECV_STRIDE;
-            for (size_t j = 0; j < RECV_STRIDE && from != me; j++)
-                ok &= got[j] == value(from, 0, (size_t)q * RECV_STRIDE + j);
+                                                  stride;
+            for (size_t j = 0; j < stride && from != me; j++)
+                ok &= got[j] == value(from, 0, (size_t)q * stride + j);
         }
-    for (size_t j = (size_t)positions * (size_t)(n - 1) * RECV_STRIDE; j < (size_t)RING * (MAX_RANKS - 1) * RECV_STRIDE;
+    for (size_t j = (size_t)positions * (size_t)(n - 1) * stride; j < (size_t)RING * (MAX_RANKS - 1) * RECV_STRIDE;
          j++)
         ok &= recv[j] == GAP;
     return ok;
@@ -421,6 +432,7 @@ static int warm_arrived(const unsigned char *recv, int me, int n, int positions)
 typedef struct {
     fake_t port;
     int calls, positions;
+    size_t stride; /* at most RECV_STRIDE */
     unsigned char send[RING * RECV_STRIDE];
     unsigned char recv[RING * (MAX_RANKS - 1) * RECV_STRIDE];
     hiar_result_t rc;
@@ -432,7 +444,7 @@ static void *warm_main(void *arg)
 {
     warm_rank_t *w = arg;
     hiar_port_t port = {&w->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20};
-    hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = RECV_STRIDE, .send = (char *)w->send,
+    hiar_progress_job_t job = {.link = 0, .ring = RING, .stride = w->stride, .send = (char *)w->send,
                                .recv = (char *)w->recv};
     atomic_int abort = 0;
     hiar_wait_t wait = hiar_wait_begin(200, &abort, "first exchange");
@@ -443,13 +455,13 @@ static void *warm_main(void *arg)
 }
 
 /* Rank k's messages: each round's size to every peer from every position, in order, on the first exchanges' tags. */
-static int warm_sent(const fake_t *f, int positions)
+static int warm_sent(const fake_t *f, int positions, const warm_ladder_t *l)
 {
-    int per = positions * (f->n - 1), nrounds = (int)(sizeof(warm_sizes) / sizeof(warm_sizes[0])), ok;
+    int per = positions * (f->n - 1), ok;
 
-    ok = f->nsent == per * nrounds && f->nsent <= SENT_LOG;
+    ok = f->nsent == per * l->nsizes && f->nsent <= SENT_LOG;
     for (int m = 0; ok && m < f->nsent; m++)
-        ok &= f->sent_bytes[m] == warm_sizes[m / per] && f->sent_tag[m] / HIAR_PROGRESS_MAX_RING == (1 << 20) / 16 - 1;
+        ok &= f->sent_bytes[m] == l->sizes[m / per] && f->sent_tag[m] / HIAR_PROGRESS_MAX_RING == (1 << 20) / 16 - 1;
     return ok;
 }
 
@@ -459,7 +471,7 @@ static int warm_sent(const fake_t *f, int positions)
  * last rank never calls and the others end in HIAR_TIMEOUT after the
  * timeout (200 ms), naming it, with their receives left posted.
  */
-static void test_warm(int n, int positions, int stall)
+static void test_warm(int n, int positions, int stall, const warm_ladder_t *l)
 {
     net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
     warm_rank_t *w = calloc((size_t)n, sizeof(*w));
@@ -470,7 +482,7 @@ static void test_warm(int n, int positions, int stall)
 
     for (int k = 0; k < n; k++) {
         w[k] = (warm_rank_t){.port = {.net = &net, .me = k, .n = n}, .calls = !stall || k < n - 1,
-                             .positions = positions};
+                             .positions = positions, .stride = l->stride};
         for (size_t j = 0; j < sizeof(w[k].send); j++)
             w[k].send[j] = value(k, 0, j);
         memset(w[k].recv, GAP, sizeof(w[k].recv));
@@ -482,8 +494,8 @@ static void test_warm(int n, int positions, int stall)
         if (stall && k < n - 1)
             ok &= w[k].rc == HIAR_TIMEOUT && strstr(w[k].message, "HIAR_TIMEOUT_MS=200") && w[k].left > 0;
         else
-            ok &= w[k].rc == HIAR_SUCCESS && (stall || (warm_arrived(w[k].recv, k, n, positions) &&
-                                                        warm_sent(&w[k].port, positions)));
+            ok &= w[k].rc == HIAR_SUCCESS && (stall || (warm_arrived(w[k].recv, k, n, positions, l->stride) &&
+                                                        warm_sent(&w[k].port, positions, l)));
     ok &= (hiar_now_ns() - t0) < 3000000000ull;
     while (net.head) { /* a stalled run leaves messages no one received */
         msg_t *m = net.head;
@@ -491,9 +503,10 @@ static void test_warm(int n, int positions, int stall)
         free(m);
     }
     free(w);
-    snprintf(what, sizeof(what), "first exchange of %d of %d positions, %d ranks%s", positions, RING, n,
+    snprintf(what, sizeof(what), "first exchange of %d of %d positions of %zu bytes, %d ranks%s", positions, RING,
+             l->stride, n,
              stall ? ", one never calls: the others end in HIAR_TIMEOUT after HIAR_TIMEOUT_MS, receives left posted"
-                   : ": every position's bytes from every peer at its place, nothing past them, 8 B..stride");
+                   : ": every position's bytes from every peer at its place, nothing past them, the sizes' ladder");
     expect(ok, what);
 }
 
@@ -645,7 +658,8 @@ static int mpi_warm(int me, int n)
         send[j] = value(me, 0, j);
     memset(recv, GAP, sizeof(recv));
     ok = hiar_port_mpi(&world, 1, &port) == HIAR_SUCCESS &&
-         hiar_progress_warm(&port, &job, RING, &wait, &left) == HIAR_SUCCESS && warm_arrived(recv, me, n, RING);
+         hiar_progress_warm(&port, &job, RING, &wait, &left) == HIAR_SUCCESS &&
+         warm_arrived(recv, me, n, RING, RECV_STRIDE);
     hiar_port_mpi_free(&port);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (me == 0)
@@ -723,9 +737,11 @@ int main(int argc, char **argv)
     test_rounds(2, 4, AHEAD);
     test_rounds(4, 3, AHEAD);
     test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
-    test_warm(2, RING, 0);
-    test_warm(4, RING - 1, 0);
-    test_warm(3, RING, 1);
+    test_warm(2, RING, 0, &ladders[0]);
+    test_warm(4, RING - 1, 0, &ladders[0]);
+    for (size_t l = 1; l < sizeof(ladders) / sizeof(ladders[0]); l++)
+        test_warm(2, 1, 0, &ladders[l]);
+    test_warm(3, RING, 1, &ladders[0]);
     test_stall();
     test_abort();
     test_bad_jobs();
