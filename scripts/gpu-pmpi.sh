@@ -33,3 +33,24 @@ run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
 run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
     ./bench/hiar-bench -m host -d float32 --impl hiar,mpi -b 1K -e 1M -f 4 -n 500 -w 50
 run cost '^ +[0-9]|bytes|wrong' $mpi -x LD_PRELOAD="$lib" python3 tests/pmpi/pmpi_cost.py "$PWD/.libs/libhiar.so" device
+# A suite nobody on the project wrote: OSU's osu_allreduce and osu_iallreduce with validation (-c), from
+# OSU_TAR (an OSU micro-benchmarks source tarball with its configure generated: no libtool needed), on host
+# buffers with and without the preload (no case may fail with it that passes without), and on device
+# buffers (-d cuda) with it; without it Open MPI as installed cannot take device pointers.
+if [ -n "${OSU_TAR:-}" ]; then
+    osu=/tmp/hiar-osu
+    rm -rf "$osu" && mkdir -p "$osu" && tar xzf "$OSU_TAR" -C "$osu" --strip-components=1
+    # OSU 7.0 calls cudaMemPrefetchAsync as before CUDA 13, which takes a cudaMemLocation and flags.
+    sed -i 's|cudaMemPrefetchAsync(buf, length, devid, um_stream)|cudaMemPrefetchAsync(buf, length, (struct cudaMemLocation){.type = devid == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, .id = devid}, 0, um_stream)|' \
+        "$osu/c/util/osu_util_mpi.c"
+    (cd "$osu" && export PATH=/usr/local/cuda/bin:$PATH && CC=mpicc CXX=mpicxx ./configure --enable-cuda \
+        --with-cuda=/usr/local/cuda && make -C c/mpi/collective osu_allreduce osu_iallreduce) >"$out/osu-build.log" 2>&1 ||
+        echo "OSU build failed: $out/osu-build.log" | tee -a "$out/summary.txt"
+    for t in osu_allreduce osu_iallreduce; do
+        bin="$osu/c/mpi/collective/$t"
+        run osu 'Pass|Fail|hiar-pmpi' $mpi "$bin" -c -m 4:4194304 -i 20 -x 5
+        run osu 'Pass|Fail|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 "$bin" -c -m 4:4194304 -i 20 -x 5
+        run osu 'Pass|Fail|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 "$bin" -c -d cuda -m 4:4194304 \
+            -i 20 -x 5
+    done
+fi
