@@ -229,7 +229,7 @@ extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *
                       : call->plan.kernel == HIAR_KERNEL_TWOSHOT
                           ? hiar_ipc_launch_twoshot(a, call, HIAR_STEP_ALLREDUCE,
                                                     hiar_ipc_chunk_bytes(a->slot_bytes, a->n, a->n))
-                          : hiar_ipc_launch_oneshot(a, call, call->plan.kernel == HIAR_KERNEL_LL);
+                          : hiar_ipc_launch_oneshot(a, call, call->plan.kernel);
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "allreduce kernel launch");
 }
 

@@ -117,7 +117,7 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
 }
 #endif
 
-/* The fewest blocks of the LL (ll = 1: also the hierarchical LL kernel) or push one-shot kernel, or of the
+/* The fewest blocks of the LL (ll = 1: also the hierarchical LL kernel) or push / pull one-shot kernel, or of the
  * two-shot kernel, of any dtype (and for LL, op and packet format) that fit
  * one SM; and the PTX architecture the kernels were built from for this
  * device (90 for sm_90), 0 if unknown. */
@@ -128,12 +128,12 @@ int hiar_ipc_norm_per_sm(void);
 int hiar_ipc_ptx_version(void);
 
 /*
- * Launchers (oneshot.cu, twoshot.cu), reading the call: one-shot LL (ll) or
- * push; two-shot of the steps (HIAR_STEP_ALLREDUCE: the whole call in the
+ * Launchers (oneshot.cu, twoshot.cu), reading the call: one-shot LL, push or
+ * pull (kernel); two-shot of the steps (HIAR_STEP_ALLREDUCE: the whole call in the
  * group, divided, into the out_window if any; a half: call->nshards shards,
  * undivided, for the hierarchical path) in chunks of `chunk` bytes.
  */
-cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll);
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_kernel_t kernel);
 /* The LL one-shot kernel with c->norm fused in (cuda/norm.cu). */
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);

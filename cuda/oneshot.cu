@@ -26,6 +26,16 @@
  * same bytes as two-shot with one exchange instead of two): per chunk, block
  * b pushes part b of its input into every peer's slot, signals, waits for
  * the peers' block b, and reduces part b.
+ *
+ * Pull (HIAR_ALGO=pull), the same pieces the other way round: block b copies
+ * part b of its input into its own slot, signals, waits for the peers' block
+ * b, and reduces part b reading each peer's slot over the link (in rank
+ * order, the sum's).  Every write is local and every remote access a read: for
+ * fabrics where posted writes are slow (2.7 GB/s behind some PCIe switches
+ * while reads stay fast, ../shared/research/peers-2026-12.md).  A position
+ * of the piece ring is written again (piece i + PUSH_RING) only after every
+ * peer signalled piece i + PUSH_RING - 2, i.e. had reduced piece i; across
+ * calls the slot parity rule of ipc.h holds as for push, readers for writers.
  */
 #include "ll.cuh"
 
@@ -263,26 +273,62 @@ __device__ __forceinline__ void reduce_piece(const hiar_ipc_args_t &a, const pus
         [&](size_t off, const uint4 &r) { store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r); });
 }
 
+/* Pull: the block's part of piece p of its input into its own slot, where the peers read it. */
+__device__ __forceinline__ void publish(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
+                                        int esize, size_t piece)
+{
+    move_units<PUSH_UNROLL>(
+        0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(in, p.off + off, total, esize); },
+        [&](size_t off, const uint4 &u) {
+            *reinterpret_cast<uint4 *>(a.base[a.me] + p.ring + (size_t)a.me * piece + off) = u;
+        });
+}
+
+/* Pull: piece p reduced over the ranks in rank order, peer q's part read from q's own slot. */
 template <typename T>
+__device__ __forceinline__ void pull_piece(const hiar_ipc_args_t &a, const push_piece &p, const char *in,
+                                           char *out, size_t total, int esize, int op, int divisor, size_t piece)
+{
+    move_units<1>(
+        0, p.bytes,
+        [&](size_t off) {
+            return reduce_unit<T>(a, in, p.off + off, total, esize, op, divisor, [&](int q) {
+                return reinterpret_cast<const uint4 *>(a.base[q] + p.ring + (size_t)q * piece + off);
+            });
+        },
+        [&](size_t off, const uint4 &r) { store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r); });
+}
+
+/* Push or pull (PULL): the pieces' loop, one exchange of each, two pieces out at once. */
+template <typename T, bool PULL>
 __global__ void __launch_bounds__(HIAR_THREADS)
-    oneshot_push(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
-                 size_t piece)
+    oneshot_pieces(hiar_ipc_args_t a, const char *in, char *out, size_t total, int esize, int op, int divisor,
+                   size_t piece)
 {
     const uint64_t e = begin_call(a);
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 
-    push(a, cur, in, total, esize, piece);
+    if (PULL)
+        publish(a, cur, in, total, esize, piece);
+    else
+        push(a, cur, in, total, esize, piece);
     signal_peers(a, HIAR_IPC_FLAG_RS, cur.value);
     for (uint32_t i = 0; cur.off < total; i++) {
         push_piece next = piece_at(a, e, total, piece, i + 1);
         if (next.off < total) {
-            push(a, next, in, total, esize, piece);
+            if (PULL)
+                publish(a, next, in, total, esize, piece);
+            else
+                push(a, next, in, total, esize, piece);
             signal_peers(a, HIAR_IPC_FLAG_RS, next.value);
         }
         if (!wait_peers(a, HIAR_IPC_FLAG_RS, cur.value, w))
             break;
-        reduce_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
+        if (PULL)
+            pull_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
+        else
+            reduce_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
         cur = next;
     }
     finish_call(a, e);
@@ -300,15 +346,15 @@ static size_t push_piece_bytes(const hiar_ipc_args_t *a, size_t bytes)
     return piece < max ? piece : max;
 }
 
-template <typename T>
-static cudaError_t launch_push(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
-                               hiar_op_t op, int divisor, cudaStream_t stream)
+template <typename T, bool PULL>
+static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
+                                 hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
     unsigned blocks = (unsigned)(pieces < a->push_blocks ? pieces : a->push_blocks);
 
-    return hiar_ipc_launch(a, oneshot_push<T>, blocks, HIAR_THREADS, stream, *a, (const char *)in, (char *)out,
-                           bytes, esize, (int)op, divisor, piece);
+    return hiar_ipc_launch(a, oneshot_pieces<T, PULL>, blocks, HIAR_THREADS, stream, *a, (const char *)in,
+                           (char *)out, bytes, esize, (int)op, divisor, piece);
 }
 
 template <typename T, typename F>
@@ -333,15 +379,19 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, s
                : launch_ll<T, ll_flagged>(a, in, out, bytes, esize, op, divisor, stream);
 }
 
-cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, int ll)
+cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_kernel_t kernel)
 {
     size_t bytes = hiar_call_bytes(c);
     int esize = (int)c->esize;
     cudaStream_t stream = (cudaStream_t)c->stream;
 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
-        return ll ? launch<decltype(tag)>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream)
-                  : launch_push<decltype(tag)>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream);
+        typedef decltype(tag) T;
+        if (kernel == HIAR_KERNEL_LL)
+            return launch<T>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream);
+        if (kernel == HIAR_KERNEL_PULL)
+            return launch_pieces<T, true>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream);
+        return launch_pieces<T, false>(a, c->sendbuf, c->recvbuf, bytes, esize, c->op, c->divisor, stream);
     });
 }
 
@@ -349,8 +399,11 @@ int hiar_ipc_oneshot_per_sm(int ll)
 {
     int fewest = 1 << 30;
 
-    if (!ll)
-        return fewest_per_sm([](auto t) { return oneshot_push<decltype(t)>; });
+    if (!ll) {
+        int push = fewest_per_sm([](auto t) { return oneshot_pieces<decltype(t), false>; });
+        int pull = fewest_per_sm([](auto t) { return oneshot_pieces<decltype(t), true>; });
+        return push < pull ? push : pull;
+    }
     for (int op = 0; op < HIAR_OP_COUNT; op++)
         hiar_dispatch_op((hiar_op_t)op, [&](auto o) {
             typedef decltype(o) O;

@@ -32,7 +32,7 @@ typedef enum {
 } hiar_via_t;
 
 /* Kernel of a call in a group on CUDA IPC (and of the step between groups); NONE elsewhere. */
-typedef enum { HIAR_KERNEL_NONE, HIAR_KERNEL_LL, HIAR_KERNEL_PUSH, HIAR_KERNEL_TWOSHOT } hiar_kernel_t;
+typedef enum { HIAR_KERNEL_NONE, HIAR_KERNEL_LL, HIAR_KERNEL_PUSH, HIAR_KERNEL_TWOSHOT, HIAR_KERNEL_PULL } hiar_kernel_t;
 
 typedef struct {
     hiar_alg_t alg;

@@ -9,7 +9,7 @@ const char *hiar_plan_name(hiar_plan_t p)
         {"oneshot", "twoshot", "hier", "hier-oneshot", "mpi"},
         {"ipc-oneshot", "ipc-twoshot", "hier (GPU)", "hier-oneshot (GPU)", "mpi (GPU)"},
         {"staged oneshot", "staged twoshot", "staged hier", "staged hier-oneshot", "staged mpi"}};
-    static const char *const kernels[] = {"", "ipc-ll", "ipc-push", "ipc-twoshot"};
+    static const char *const kernels[] = {"", "ipc-ll", "ipc-push", "ipc-twoshot", "ipc-pull"};
 
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : "ipc-hier";
@@ -66,6 +66,8 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limit
 
     if (in->algo == HIAR_ALGO_ONESHOT)
         k = in->bytes <= in->ipc_ll_max ? HIAR_KERNEL_LL : HIAR_KERNEL_PUSH;
+    else if (in->algo == HIAR_ALGO_PULL)
+        k = HIAR_KERNEL_PULL;
     else if (in->algo != HIAR_ALGO_AUTO)
         k = HIAR_KERNEL_TWOSHOT;
     else
@@ -84,7 +86,8 @@ static hiar_alg_t choose_alg(const hiar_plan_input_t *in, const hiar_plan_limits
         return in->algo == HIAR_ALGO_AUTO && in->bytes <= l->hier_oneshot_max ? HIAR_ALG_HIER_ONESHOT
                                                                                : HIAR_ALG_HIER;
     switch (in->algo) {
-    case HIAR_ALGO_ONESHOT: return HIAR_ALG_ONESHOT;
+    case HIAR_ALGO_ONESHOT:
+    case HIAR_ALGO_PULL: return HIAR_ALG_ONESHOT;
     case HIAR_ALGO_TWOSHOT:
     case HIAR_ALGO_HIER: return HIAR_ALG_TWOSHOT;
     default: return in->bytes <= l->shm_oneshot_max ? HIAR_ALG_ONESHOT : HIAR_ALG_TWOSHOT;
@@ -102,7 +105,8 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     hiar_plan_input_t shard = *in;
     hiar_plan_limits_t sl;
     hiar_plan_t p;
-    int ll = in->algo == HIAR_ALGO_ONESHOT || (in->algo == HIAR_ALGO_AUTO && in->bytes <= l->device_hier_ll_max);
+    int oneshot = in->algo == HIAR_ALGO_ONESHOT || in->algo == HIAR_ALGO_PULL;
+    int ll = oneshot || (in->algo == HIAR_ALGO_AUTO && in->bytes <= l->device_hier_ll_max);
 
     if (ll && in->bytes <= in->ipc_ll_max) {
         p = plan_of(HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL);
@@ -112,6 +116,8 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
     p.chunk = hiar_ipc_hier_chunk(l->ipc_slot, in->device_nshards);
     shard.nranks = in->ngroups;
+    /* The pull kernel serves one group's own call only (the counterparts' exchange pushes). */
+    shard.algo = oneshot ? HIAR_ALGO_ONESHOT : in->algo;
     shard.bytes = ((in->bytes < p.chunk ? in->bytes : p.chunk) + (size_t)in->device_nshards - 1) /
                   (size_t)in->device_nshards;
     hiar_plan_limits(&shard, &sl);

@@ -834,6 +834,16 @@ int main(int argc, char **argv)
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
     graph(comm, HIAR_FLOAT32, 70001);
     hiar_comm_destroy(comm);
+    /* The one-shot kernel that reads its peers' inputs (one group; elsewhere as oneshot): every dtype, a few
+     * bytes, and 12 MB, whose pieces come round the ring many times. */
+    comm = create("HIAR_ALGO=pull");
+    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
+    one_case(comm, HIAR_FLOAT32, HIAR_MAX, 3 << 20, 1, 0);
+    stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
+    graph(comm, HIAR_FLOAT32, 70001);
+    hiar_comm_destroy(comm);
     /* The same on registered memory: zero copy where offsets match, else the slots. */
     comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
     registered = 1;

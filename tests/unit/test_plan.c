@@ -30,6 +30,7 @@
 #define HIAR_PLAN_IPC_LL IPC(ONESHOT, LL)
 #define HIAR_PLAN_IPC_PUSH IPC(ONESHOT, PUSH)
 #define HIAR_PLAN_IPC_TWOSHOT IPC(TWOSHOT, TWOSHOT)
+#define HIAR_PLAN_IPC_PULL IPC(ONESHOT, PULL)
 
 typedef struct {
     int nranks, ngroups;
@@ -56,6 +57,7 @@ static const plan_case_t plan_cases[] = {
     {4, 1, 512 * K, HIAR_ALGO_AUTO, M, 0, 0, HIAR_PLAN_ONESHOT},
     /* one group, forced */
     {4, 1, 64 * M, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, 64 * M, HIAR_ALGO_PULL, 0, 0, 0, HIAR_PLAN_ONESHOT}, /* host buffers: pull is one-shot */
     {4, 1, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, 4, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
@@ -66,6 +68,7 @@ static const plan_case_t plan_cases[] = {
     {4, 2, 8 * K, HIAR_ALGO_AUTO, 8 * K, 0, 0, HOST(HIER_ONESHOT)},
     {4, 2, 64 * M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
     {4, 2, 4, HIAR_ALGO_ONESHOT, 0, 0, 0, HIAR_PLAN_HIER},
+    {4, 2, 4, HIAR_ALGO_PULL, 0, 0, 0, HIAR_PLAN_HIER},
     {4, 2, 4, HIAR_ALGO_TWOSHOT, 0, 0, 0, HIAR_PLAN_HIER},
     {4, 2, 4, HIAR_ALGO_HIER, 0, 0, 0, HIAR_PLAN_HIER},
     {8, 3, M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_HIER},
@@ -98,6 +101,9 @@ static const plan_case_t plan_cases[] = {
     {2, 1, 4, HIAR_ALGO_ONESHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_LL},
     {2, 1, 64 * M, HIAR_ALGO_ONESHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_PUSH},
     {2, 1, 4, HIAR_ALGO_TWOSHOT, 0, 1, 512 * K, HIAR_PLAN_IPC_TWOSHOT},
+    /* the pull kernel at every size of one group */
+    {2, 1, 4, HIAR_ALGO_PULL, 0, 1, 512 * K, HIAR_PLAN_IPC_PULL},
+    {8, 1, 1024 * M, HIAR_ALGO_PULL, 0, 1, 512 * K, HIAR_PLAN_IPC_PULL},
 };
 
 Test(plan, each_combination)
@@ -242,6 +248,9 @@ Test(plan, device_between)
         {4, 2, 2, HIAR_ALGO_AUTO, 4 * K, 4 * K, 0, HIAR_KERNEL_LL},
         {4, 2, 2, HIAR_ALGO_ONESHOT, 512 * K, 0, 0, HIAR_KERNEL_LL},
         {4, 2, 2, HIAR_ALGO_ONESHOT, 512 * K + 2, 0, 1, HIAR_KERNEL_LL},
+        /* pull serves one group's own calls: between groups as oneshot */
+        {4, 2, 2, HIAR_ALGO_PULL, 512 * K, 0, 0, HIAR_KERNEL_LL},
+        {4, 2, 2, HIAR_ALGO_PULL, 512 * K + 2, 0, 1, HIAR_KERNEL_LL},
         {4, 2, 2, HIAR_ALGO_TWOSHOT, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_HIER, 4, 0, 1, HIAR_KERNEL_TWOSHOT},
         {4, 2, 2, HIAR_ALGO_MPI, 4, 0, 2, HIAR_KERNEL_NONE},
