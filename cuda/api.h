@@ -56,6 +56,14 @@ hiar_result_t hiar_cuda_sync(void *stream);
 
 /* *capturing = 1 while stream is being captured into a CUDA graph. */
 hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
+/*
+ * fn(arg) once the graph being captured on stream is destroyed, with every
+ * executable graph made from it (a CUDA user object the graph owns).  fn
+ * runs on a thread of CUDA's, maybe after the caller's objects are gone,
+ * and must not call CUDA.  Fails, without fn ever running, if stream is not
+ * capturing or CUDA refuses.
+ */
+hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(void *), void *arg);
 
 /*
  * Sets this thread's capture interaction mode (cudaStreamCaptureMode) to

@@ -182,6 +182,51 @@ extern "C" void hiar_cuda_capture_mode_restore(int mode)
         cudaGetLastError();
 }
 
+/* A graph's destructor: the caller's, unless disarmed (the graph never took it). */
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+    int armed;
+} on_destroy_t;
+
+static void on_destroy(void *p)
+{
+    on_destroy_t *d = (on_destroy_t *)p;
+
+    if (d->armed)
+        d->fn(d->arg);
+    free(d);
+}
+
+extern "C" hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(void *), void *arg)
+{
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaGraph_t graph = NULL;
+    cudaUserObject_t object;
+    on_destroy_t *d;
+    cudaError_t err = cudaStreamGetCaptureInfo((cudaStream_t)stream, &status, NULL, &graph);
+
+    if (err != cudaSuccess)
+        return hiar_cuda_error(err, "cudaStreamGetCaptureInfo");
+    if (status != cudaStreamCaptureStatusActive || !graph)
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "a destructor for a captured graph, but the stream is not "
+                                                   "capturing");
+    if (!(d = (on_destroy_t *)malloc(sizeof(*d))))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a captured graph's destructor");
+    *d = on_destroy_t{fn, arg, 1};
+    if ((err = cudaUserObjectCreate(&object, d, on_destroy, 1, cudaUserObjectNoDestructorSync)) != cudaSuccess) {
+        free(d);
+        return hiar_cuda_error(err, "cudaUserObjectCreate");
+    }
+    /* The graph takes the one reference: fn runs when the graph and its executable copies are gone. */
+    if ((err = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove)) != cudaSuccess) {
+        d->armed = 0;
+        cudaUserObjectRelease(object, 1);
+        return hiar_cuda_error(err, "cudaGraphRetainUserObject");
+    }
+    return HIAR_SUCCESS;
+}
+
 extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)
 {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

@@ -1,6 +1,7 @@
 /* The step between hosts on the progress engine: jobs of pieces, slots, the kernels' arguments. */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +46,53 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * waits on the host only when this many calls are queued on the GPU.
  */
 #define HOSTS_EAGER_SLOTS 32
-/* The rest are captured calls' jobs, a slot each for good, with memory of its own. */
+/*
+ * The rest are captured calls' jobs, a slot each with memory of its own,
+ * until CUDA destroys the graph (then the slot and its memory serve the
+ * next capture: a framework that captures a graph per batch size, and
+ * again after a change, need not run out).
+ */
 #define HOSTS_SLOTS 4096
 /* Where the receive areas' pieces start: apart by whole cache lines (cuda/hosts.cu reads them fresh). */
 #define HOSTS_STRIDE_ALIGN 128
 
+/*
+ * Captured jobs whose graph is gone: the graph's destructor (a CUDA user
+ * object's, on a thread of CUDA's, maybe after the comm is gone: so the
+ * board is shared, and freed by its last holder) marks the slot; the
+ * calling thread retires the marked slots at its next call.
+ */
+typedef struct {
+    atomic_int refs;   /* the comm's, and one per graph alive */
+    atomic_int marked; /* slots marked, not yet retired */
+    atomic_uchar gone[HOSTS_SLOTS];
+} hosts_board_t;
+
+typedef struct {
+    hosts_board_t *board;
+    int slot;
+} graph_slot_t;
+
+static void board_release(hosts_board_t *b)
+{
+    if (atomic_fetch_sub(&b->refs, 1) == 1)
+        free(b);
+}
+
+/* A captured job's graph is gone (cuda/api.h: no CUDA call here). */
+static void graph_gone(void *arg)
+{
+    graph_slot_t *g = arg;
+
+    atomic_store(&g->board->gone[g->slot], 1);
+    atomic_fetch_add(&g->board->marked, 1);
+    board_release(g->board);
+    free(g);
+}
+
 struct hiar_hosts {
     hiar_progress_t *engine;
+    hosts_board_t *board;
     hiar_port_t port;
     hiar_hosts_gpu_t *gpu;
     int nshards, nlinks; /* links: the shards this rank owns */
@@ -149,7 +190,9 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
                                  .thread_init = thread_init};
 
     h->nshards = t->nshards;
-    if (!links || !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
+    if ((h->board = calloc(1, sizeof(*h->board))))
+        atomic_init(&h->board->refs, 1);
+    if (!links || !h->board || !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
         !(h->next_tag = calloc((size_t)t->nshards, sizeof(int))) ||
         !(h->kept_tags = calloc((size_t)t->nshards, sizeof(int)))) {
         free(links);
@@ -219,6 +262,17 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     return HIAR_SUCCESS;
 }
 
+/* The slots of captured jobs whose graph is gone leave the thread (and come free). */
+static void retire_gone(hiar_hosts_t *h)
+{
+    for (int s = HOSTS_EAGER_SLOTS; atomic_load(&h->board->marked) && s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
+        if (atomic_exchange(&h->board->gone[s], 0)) {
+            atomic_fetch_sub(&h->board->marked, 1);
+            hiar_progress_retire(h->engine, s);
+        }
+}
+
+/* An eager job's slot in turn; a captured one's a free one of those used before, else a new one. */
 static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
 {
     if (!capturing) {
@@ -226,12 +280,35 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
         h->next_eager = (h->next_eager + 1) % HOSTS_EAGER_SLOTS;
         return HIAR_SUCCESS;
     }
+    for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
+        if (hiar_progress_slot_free(h->engine, s)) {
+            *slot = s;
+            return HIAR_SUCCESS;
+        }
     if (HOSTS_EAGER_SLOTS + h->next_kept >= HOSTS_SLOTS)
         return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured steps between hosts (one per "
-                                                "captured call and shard) for the life of the comm; capture fewer "
-                                                "calls, or use another comm", HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
+                                                "captured call and shard) in graphs alive at once; destroy graphs "
+                                                "no longer replayed, or use another comm",
+                              HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
     *slot = HOSTS_EAGER_SLOTS + h->next_kept++;
     return HIAR_SUCCESS;
+}
+
+/* Marks slot's board entry when the graph being captured on stream is destroyed. */
+static hiar_result_t mark_on_destroy(hiar_hosts_t *h, void *stream, int slot)
+{
+    graph_slot_t *g = malloc(sizeof(*g));
+    hiar_result_t rc;
+
+    if (!g)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a captured job's graph mark");
+    *g = (graph_slot_t){h->board, slot};
+    atomic_fetch_add(&h->board->refs, 1);
+    if ((rc = hiar_cuda_capture_on_destroy(stream, graph_gone, g)) != HIAR_SUCCESS) {
+        board_release(h->board);
+        free(g);
+    }
+    return rc;
 }
 
 /*
@@ -334,6 +411,8 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     if (capturing && h->device_pointers)
         HIAR_CHECK(warm(h, &job, used, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
+    if (capturing)
+        HIAR_CHECK(mark_on_destroy(h, c->stream, slot));
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)
         k.turn = hiar_hosts_next_turn(h->turn);
@@ -349,6 +428,7 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
 
     HIAR_CHECK(hiar_hosts_status(h));
     HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
+    retire_gone(h);
     for (int s = t->local; s < t->nshards; s += t->local_size)
         HIAR_CHECK(run_shard(h, c, t, s, capturing));
     return HIAR_SUCCESS;
@@ -381,5 +461,7 @@ void hiar_hosts_free(hiar_hosts_t *h)
     free(h->link_of);
     free(h->next_tag);
     free(h->kept_tags);
+    if (h->board)
+        board_release(h->board);
     free(h);
 }

@@ -30,6 +30,7 @@ typedef struct {
 
 typedef struct {
     atomic_int busy; /* a job is in the slot (the thread's until it sets 0) */
+    atomic_int retire; /* a persistent job's end asked for (hiar_progress_retire) */
     hiar_progress_job_t job;
     int npieces;
     position_t *pos; /* [HIAR_PROGRESS_MAX_RING], allocated at the slot's first job */
@@ -167,7 +168,20 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
     return HIAR_SUCCESS;
 }
 
-/* Every position of every active slot once; eager jobs whose pieces all arrived leave. */
+/* Whether a job is done: an eager one when every piece arrived, a persistent one when retired and idle. */
+static int job_done(slot_t *sl)
+{
+    if (!sl->job.persistent)
+        return sl->arrived == (unsigned long long)sl->npieces;
+    if (!atomic_load_explicit(&sl->retire, memory_order_acquire))
+        return 0;
+    for (int q = 0; q < sl->job.ring; q++)
+        if (sl->pos[q].inflight)
+            return 0;
+    return 1;
+}
+
+/* Every position of every active slot once; jobs that are done leave. */
 static hiar_result_t sweep(hiar_progress_t *p, int *moved)
 {
     uint64_t now = hiar_now_ns();
@@ -176,10 +190,10 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
         slot_t *sl = &p->slots[p->active[a]];
         for (int q = 0; q < sl->job.ring; q++)
             HIAR_CHECK(step_position(p, p->active[a], q, now, moved));
-        if (!sl->job.persistent && sl->arrived == (unsigned long long)sl->npieces) {
+        if (job_done(sl)) {
+            p->neager -= !sl->job.persistent;
             atomic_store_explicit(&sl->busy, 0, memory_order_release);
             p->active[a] = p->active[--p->nactive];
-            p->neager--;
         } else
             a++;
     }
@@ -290,6 +304,11 @@ hiar_result_t hiar_progress_status(hiar_progress_t *p)
     memcpy(message, p->message, sizeof(message));
     pthread_mutex_unlock(&p->mu);
     return hiar_error_set(rc, "%s", message);
+}
+
+void hiar_progress_retire(hiar_progress_t *p, int slot)
+{
+    atomic_store_explicit(&p->slots[slot].retire, 1, memory_order_release);
 }
 
 int hiar_progress_slot_free(hiar_progress_t *p, int slot)
@@ -424,6 +443,7 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
         sl->pos[q].inflight = sl->pos[q].nreq = 0;
     }
     sl->arrived = 0;
+    atomic_store_explicit(&sl->retire, 0, memory_order_relaxed);
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
     p->queue[p->nqueued++] = job->slot;

@@ -29,7 +29,8 @@
  * everywhere), so jobs in flight at once never take each other's messages,
  * and the pieces of one position match in order (a position's next receive
  * and send are posted after its last completed, and MPI does not
- * overtake).  An eager job leaves its slot when every piece has arrived;
+ * overtake).  An eager job leaves its slot when every piece has arrived,
+ * a persistent one when retired (its graph destroyed);
  * hiar_progress_submit waits for a slot still in use.
  *
  * The network is a port (below), MPI in production (net/port.c), a fake in
@@ -132,12 +133,19 @@ int hiar_progress_max_job_tag(const hiar_port_t *port);
 
 /*
  * Hands a job to the thread.  An eager job waits (through wait, bounded)
- * until its slot's previous job is done; a persistent one takes its slot
- * for good.  Fails with the engine's error once it has one.
+ * until its slot's previous job is done; a persistent one keeps its slot
+ * until hiar_progress_retire.  Fails with the engine's error once it has one.
  */
 hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t *job, hiar_wait_t *wait);
 
-/* Whether slot has no job left to serve (an eager job's slot becomes free). */
+/*
+ * Ends slot's persistent job (its CUDA graph is gone): the thread stops
+ * serving it once none of its exchanges is in flight (between replays none
+ * is), and the slot becomes free.  Any thread may call it.
+ */
+void hiar_progress_retire(hiar_progress_t *p, int slot);
+
+/* Whether slot has no job left to serve (an eager job's slot becomes free, a retired one too). */
 int hiar_progress_slot_free(hiar_progress_t *p, int slot);
 
 /* HIAR_SUCCESS, or the first error the thread met (its message in hiar_last_error). */

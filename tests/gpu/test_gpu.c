@@ -528,6 +528,52 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
     free(host);
 }
 
+/*
+ * Graphs captured, replayed once (checked) and destroyed, again and again:
+ * between hosts, more captured calls than a comm keeps in graphs alive at
+ * once (4064 steps), so it passes only if a destroyed graph's slots serve
+ * the next captures.
+ */
+static void recapture(hiar_comm_t *comm, int graphs)
+{
+    enum { CALLS = 4, COUNT = 1000 };
+    size_t bytes = COUNT * sizeof(float);
+    void *in, *out, *host = malloc(bytes);
+    cudaStream_t s;
+    int ok = 1, g;
+    char what[160];
+
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaMalloc(&in, bytes));
+    CUDA_OK(cudaMalloc(&out, bytes));
+    for (g = 0; g < graphs && ok; g++) {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int k = 0; k < CALLS; k++)
+            ok &= hiar_allreduce(in, out, COUNT, HIAR_FLOAT32, HIAR_SUM, comm, s) == HIAR_SUCCESS;
+        CUDA_OK(cudaStreamEndCapture(s, &graph));
+        CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        fill(HIAR_FLOAT32, HIAR_SUM, host, COUNT, g);
+        CUDA_OK(cudaMemcpyAsync(in, host, bytes, cudaMemcpyHostToDevice, s));
+        CUDA_OK(cudaMemsetAsync(out, 0xff, bytes, s));
+        CUDA_OK(cudaGraphLaunch(exec, s));
+        CUDA_OK(cudaStreamSynchronize(s));
+        CUDA_OK(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
+        ok &= verify(HIAR_FLOAT32, HIAR_SUM, host, COUNT, g);
+        CUDA_OK(cudaGraphExecDestroy(exec));
+        CUDA_OK(cudaGraphDestroy(graph));
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank stops alike */
+    }
+    snprintf(what, sizeof(what), "%d graphs of %d calls captured, replayed, checked and destroyed in turn "
+             "(stopped after %d)", graphs, CALLS, g);
+    record(ok, what);
+    cudaFree(in);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+    free(host);
+}
+
 /* hiar_allreduce of count floats into out (device memory), checked. */
 static int reduce_into(hiar_comm_t *comm, float *out, size_t count)
 {
@@ -804,6 +850,8 @@ int main(int argc, char **argv)
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);
     graph(comm, HIAR_BFLOAT16, 12 << 20);
+    if (hosts)
+        recapture(comm, 1100);
     hiar_comm_destroy(comm);
     if (groups || hosts) {
         /* The step between groups over MPI, as across hosts: on the progress thread, capturable... */

@@ -155,7 +155,7 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
-    int me, n, rounds, nslots, persistent, stall, ahead, shared;
+    int me, n, first, rounds, nslots, persistent, stall, ahead, shared; /* rounds first .. first + rounds - 1 */
     atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
@@ -262,7 +262,7 @@ static void *stream_main(void *arg)
 {
     rank_t *r = arg;
 
-    for (int round = 0; round < r->rounds; round++) {
+    for (int round = r->first; round < r->first + r->rounds; round++) {
         uint64_t until = hiar_now_ns() + 5000000000ull;
         while (atomic_load(&r->launched) <= round)
             if (hiar_now_ns() > until || atomic_load(&r->abort))
@@ -290,10 +290,10 @@ static void *device_main(void *arg)
 
     if (r->ahead && !r->stall)
         pthread_create(&stream, NULL, stream_main, r);
-    for (int round = 0; round < r->rounds; round++) {
+    for (int round = r->first; round < r->first + r->rounds; round++) {
         int slot = round % r->nslots;
         hiar_progress_job_t job = job_of(r, slot);
-        if ((!r->persistent || round < r->nslots) &&
+        if ((!r->persistent || round - r->first < r->nslots) &&
             (r->submit_rc = hiar_progress_submit(r->engine, &job, &w)) != HIAR_SUCCESS)
             break;
         if (r->ahead)
@@ -360,6 +360,69 @@ static void finish(rank_t *ranks, int n, int *left)
 }
 
 enum { PERSISTENT = 1, AHEAD = 2, SHARED = 4 };
+
+/* Runs the ranks' calls again, rounds first .. first + rounds - 1, on their engines as they are. */
+static void rerun(rank_t *ranks, int n, int first, int rounds, int persistent)
+{
+    pthread_t dev[MAX_RANKS];
+
+    for (int k = 0; k < n; k++) {
+        ranks[k].first = first;
+        ranks[k].rounds = rounds;
+        ranks[k].persistent = persistent;
+        pthread_create(&dev[k], NULL, device_main, &ranks[k]);
+    }
+    for (int k = 0; k < n; k++)
+        pthread_join(dev[k], NULL);
+}
+
+/* Whether slot of every rank's engine is free within 2 s. */
+static int slots_free(rank_t *ranks, int n, int slot)
+{
+    uint64_t until = hiar_now_ns() + 2000000000ull;
+    int free_all = 0;
+
+    while (!free_all && hiar_now_ns() < until) {
+        free_all = 1;
+        for (int k = 0; k < n; k++)
+            free_all &= hiar_progress_slot_free(ranks[k].engine, slot);
+        sched_yield();
+    }
+    return free_all;
+}
+
+/*
+ * Persistent jobs (captured calls) replayed, then retired (their graphs
+ * destroyed): the slots come free, and eager jobs in them, on new bytes,
+ * arrive right; a slot not retired stays taken.
+ */
+static void test_retire(int n)
+{
+    scenario_t sc = {n, 20, 2, 1, -1, 5000, 0, 0};
+    int left, wrong = 0, bad = 0;
+    rank_t *ranks = run(&sc, &left);
+    char what[200];
+
+    for (int k = 0; k < n; k++)
+        hiar_progress_retire(ranks[k].engine, 0);
+    bad += !slots_free(ranks, n, 0);
+    for (int k = 0; k < n; k++)
+        bad += hiar_progress_slot_free(ranks[k].engine, 1);
+    for (int k = 0; k < n; k++)
+        hiar_progress_retire(ranks[k].engine, 1);
+    bad += !slots_free(ranks, n, 1);
+    rerun(ranks, n, 20, 20, 0);
+    for (int k = 0; k < n; k++) {
+        wrong += ranks[k].wrong;
+        bad += ranks[k].timed_out || ranks[k].submit_rc != HIAR_SUCCESS ||
+               hiar_progress_status(ranks[k].engine) != HIAR_SUCCESS;
+    }
+    bad += !slots_free(ranks, n, 0) || !slots_free(ranks, n, 1);
+    finish(ranks, n, &left);
+    snprintf(what, sizeof(what), "%d ranks: persistent jobs retired (graphs destroyed): slots free, a slot not "
+             "retired kept, then eager jobs in them, 20 rounds, every byte as sent", n);
+    expect(wrong == 0 && bad == 0 && left == 0, what);
+}
 
 /* Every rank gets every other's pieces, round after round, through reused slots. */
 static void test_rounds(int n, int nslots, int how)
@@ -737,6 +800,8 @@ int main(int argc, char **argv)
     test_rounds(2, 4, AHEAD);
     test_rounds(4, 3, AHEAD);
     test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
+    test_retire(2);
+    test_retire(4);
     test_warm(2, RING, 0, &ladders[0]);
     test_warm(4, RING - 1, 0, &ladders[0]);
     for (size_t l = 1; l < sizeof(ladders) / sizeof(ladders[0]); l++)
