@@ -335,7 +335,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
 }
 
 /* Piece size: enough blocks for the links (<= HIAR_IPC_ONESHOT_BLOCKS pieces in
- * flight), each ring of 4 x n pieces within half the data slots. */
+ * flight), each ring of 4 x n pieces within half the data slots; a unit at
+ * least (slots of a small HIAR_BUFFER_SIZE then take fewer blocks). */
 static size_t push_piece_bytes(const hiar_ipc_args_t *a, size_t bytes)
 {
     size_t max = 2 * a->slot_bytes / (HIAR_IPC_ONESHOT_BLOCKS * PUSH_RING * (size_t)a->n) / HIAR_UNIT * HIAR_UNIT;
@@ -343,7 +344,8 @@ static size_t push_piece_bytes(const hiar_ipc_args_t *a, size_t bytes)
     size_t min = HIAR_THREADS * HIAR_UNIT;
 
     piece = piece < min ? min : piece;
-    return piece < max ? piece : max;
+    piece = piece < max ? piece : max;
+    return piece < HIAR_UNIT ? HIAR_UNIT : piece;
 }
 
 template <typename T, bool PULL>
@@ -351,7 +353,10 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
                                  hiar_op_t op, int divisor, cudaStream_t stream)
 {
     size_t piece = push_piece_bytes(a, bytes), pieces = (bytes + piece - 1) / piece;
+    size_t fit = 2 * a->slot_bytes / (PUSH_RING * (size_t)a->n * piece); /* blocks whose rings fit */
     unsigned blocks = (unsigned)(pieces < a->push_blocks ? pieces : a->push_blocks);
+
+    blocks = blocks < fit ? blocks : (unsigned)(fit ? fit : 1);
 
     return hiar_ipc_launch(a, oneshot_pieces<T, PULL>, blocks, HIAR_THREADS, stream, *a, (const char *)in,
                            (char *)out, bytes, esize, (int)op, divisor, piece);

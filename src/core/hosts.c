@@ -382,6 +382,7 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */
+    hiar_result_t rc;
 
     HIAR_ASSERT(link >= 0);
     job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
@@ -411,8 +412,11 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     if (capturing && h->device_pointers)
         HIAR_CHECK(warm(h, &job, used, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
-    if (capturing)
-        HIAR_CHECK(mark_on_destroy(h, c->stream, slot));
+    /* A job no graph will tell the end of (a capture CUDA invalidated, say) leaves at once, its kernel never launched. */
+    if (capturing && (rc = mark_on_destroy(h, c->stream, slot)) != HIAR_SUCCESS) {
+        hiar_progress_retire(h->engine, slot);
+        return rc;
+    }
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)
         k.turn = hiar_hosts_next_turn(h->turn);

@@ -506,6 +506,7 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
         ok &= hiar_allreduce(in, out[k], count, t, HIAR_SUM, comm, s) == HIAR_SUCCESS;
     CUDA_OK(cudaStreamEndCapture(s, &g));
     CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* replayed only where all captured */
     for (int r = 0; r < replays && ok; r++) {
         fill(t, HIAR_SUM, host, count, r);
         CUDA_OK(cudaMemcpyAsync(in, host, bytes, cudaMemcpyHostToDevice, s));
@@ -515,6 +516,7 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
             CUDA_OK(cudaMemcpy(host, out[k], bytes, cudaMemcpyDeviceToHost));
             ok &= verify(t, HIAR_SUM, host, count, r);
         }
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* verify is collective: stop alike */
     }
     snprintf(what, sizeof(what), "%sgraph %d x %d calls %s count %zu", registered ? "registered " : "", replays,
              CALLS, hiar_dtype_name(t), count);
@@ -538,29 +540,37 @@ static void recapture(hiar_comm_t *comm, int graphs)
 {
     enum { CALLS = 4, COUNT = 1000 };
     size_t bytes = COUNT * sizeof(float);
-    void *in, *out, *host = malloc(bytes);
+    void *in, *out[CALLS], *host = malloc(bytes);
     cudaStream_t s;
     int ok = 1, g;
     char what[160];
 
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     CUDA_OK(cudaMalloc(&in, bytes));
-    CUDA_OK(cudaMalloc(&out, bytes));
+    for (int k = 0; k < CALLS; k++)
+        CUDA_OK(cudaMalloc(&out[k], bytes));
     for (g = 0; g < graphs && ok; g++) {
         cudaGraph_t graph;
         cudaGraphExec_t exec;
         CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
         for (int k = 0; k < CALLS; k++)
-            ok &= hiar_allreduce(in, out, COUNT, HIAR_FLOAT32, HIAR_SUM, comm, s) == HIAR_SUCCESS;
+            ok &= hiar_allreduce(in, out[k], COUNT, HIAR_FLOAT32, HIAR_SUM, comm, s) == HIAR_SUCCESS;
         CUDA_OK(cudaStreamEndCapture(s, &graph));
         CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+        /* Launched only where every rank captured all its calls: a peer's graph never waits for a missing one. */
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         fill(HIAR_FLOAT32, HIAR_SUM, host, COUNT, g);
         CUDA_OK(cudaMemcpyAsync(in, host, bytes, cudaMemcpyHostToDevice, s));
-        CUDA_OK(cudaMemsetAsync(out, 0xff, bytes, s));
-        CUDA_OK(cudaGraphLaunch(exec, s));
+        for (int k = 0; k < CALLS; k++)
+            CUDA_OK(cudaMemsetAsync(out[k], 0xff, bytes, s));
+        int launched = ok; /* agreed: verify is collective, so every rank checks alike */
+        if (launched)
+            CUDA_OK(cudaGraphLaunch(exec, s));
         CUDA_OK(cudaStreamSynchronize(s));
-        CUDA_OK(cudaMemcpy(host, out, bytes, cudaMemcpyDeviceToHost));
-        ok &= verify(HIAR_FLOAT32, HIAR_SUM, host, COUNT, g);
+        for (int k = 0; k < CALLS && launched; k++) {
+            CUDA_OK(cudaMemcpy(host, out[k], bytes, cudaMemcpyDeviceToHost));
+            ok &= verify(HIAR_FLOAT32, HIAR_SUM, host, COUNT, g);
+        }
         CUDA_OK(cudaGraphExecDestroy(exec));
         CUDA_OK(cudaGraphDestroy(graph));
         MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* every rank stops alike */
@@ -569,7 +579,8 @@ static void recapture(hiar_comm_t *comm, int graphs)
              "(stopped after %d)", graphs, CALLS, g);
     record(ok, what);
     cudaFree(in);
-    cudaFree(out);
+    for (int k = 0; k < CALLS; k++)
+        cudaFree(out[k]);
     cudaStreamDestroy(s);
     free(host);
 }

@@ -378,6 +378,7 @@ static const struct {
     {HIAR_P_ALGO, "twoshot", HIAR_ALGO_TWOSHOT},
     {HIAR_P_ALGO, "hier", HIAR_ALGO_HIER},
     {HIAR_P_ALGO, "mpi", HIAR_ALGO_MPI},
+    {HIAR_P_ALGO, "pull", HIAR_ALGO_PULL},
     {HIAR_P_BETWEEN, "auto", HIAR_BETWEEN_AUTO},
     {HIAR_P_BETWEEN, "mpi", HIAR_BETWEEN_MPI},
     {HIAR_P_CHECK, "none", HIAR_ARGCHECK_NONE},

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "net/progress.h"
@@ -323,14 +324,12 @@ typedef struct {
     int n, rounds, nslots, persistent, stall_rank, timeout_ms, ahead, shared;
 } scenario_t;
 
-/* Runs the ranks; returns their states (the caller frees). */
-static rank_t *run(const scenario_t *sc, int *left)
+/* The ranks and their engines, no calls yet (the caller frees). */
+static rank_t *start_ranks(const scenario_t *sc)
 {
     static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
     rank_t *ranks = calloc((size_t)sc->n, sizeof(*ranks));
-    pthread_t dev[MAX_RANKS];
 
-    *left = 0;
     for (int k = 0; k < sc->n; k++) {
         rank_t *r = &ranks[k];
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
@@ -345,6 +344,16 @@ static rank_t *run(const scenario_t *sc, int *left)
             exit(1);
         }
     }
+    return ranks;
+}
+
+/* Runs the ranks; returns their states (the caller frees). */
+static rank_t *run(const scenario_t *sc, int *left)
+{
+    rank_t *ranks = start_ranks(sc);
+    pthread_t dev[MAX_RANKS];
+
+    *left = 0;
     for (int k = 0; k < sc->n; k++)
         pthread_create(&dev[k], NULL, device_main, &ranks[k]);
     for (int k = 0; k < sc->n; k++)
@@ -389,6 +398,50 @@ static int slots_free(rank_t *ranks, int n, int slot)
         sched_yield();
     }
     return free_all;
+}
+
+/* Waits (2 s at most) until the word is 0: the thread took the piece. */
+static int taken(const uint32_t *ready)
+{
+    uint64_t until = hiar_now_ns() + 2000000000ull;
+
+    while (__atomic_load_n(ready, __ATOMIC_ACQUIRE) && hiar_now_ns() < until)
+        sched_yield();
+    return !__atomic_load_n(ready, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A persistent job retired with an exchange in flight (its peer's piece not
+ * sent yet) keeps its slot until the exchange is done, then leaves.
+ */
+static void test_retire_in_flight(void)
+{
+    scenario_t sc = {2, 1, 1, 1, -1, 5000, 0, 0};
+    rank_t *ranks = start_ranks(&sc);
+    atomic_int abort = 0;
+    hiar_wait_t w = hiar_wait_begin(5000, &abort, "test submit");
+    int ok = 1, left = 0;
+
+    for (int k = 0; k < 2; k++) {
+        hiar_progress_job_t job = job_of(&ranks[k], 0);
+        ok &= hiar_progress_submit(ranks[k].engine, &job, &w) == HIAR_SUCCESS;
+    }
+    hand_over(&ranks[0], 0, 0, 0);
+    ok &= taken(&ranks[0].flags[0][0].ready);
+    hiar_progress_retire(ranks[0].engine, 0);
+    for (int i = 0; i < 50; i++) { /* 50 ms: the piece still out, the slot taken */
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    ok &= !hiar_progress_slot_free(ranks[0].engine, 0);
+    hand_over(&ranks[1], 0, 0, 0);
+    ok &= slots_free(ranks, 1, 0) && await_arrival(&ranks[0], &ranks[0].flags[0][0]);
+    check_piece(&ranks[0], 0, 0, 0);
+    hiar_progress_retire(ranks[1].engine, 0);
+    ok &= slots_free(ranks, 2, 0) && ranks[0].wrong == 0;
+    finish(ranks, 2, &left);
+    expect(ok && left == 0, "2 ranks: a persistent job retired with a piece in flight keeps its slot (50 ms) until "
+                            "the piece is exchanged, then leaves; the piece arrived right");
 }
 
 /*
@@ -802,6 +855,7 @@ int main(int argc, char **argv)
     test_rounds(3, 4, AHEAD | SHARED); /* the eager jobs' one ring: each job's memory is the next one's */
     test_retire(2);
     test_retire(4);
+    test_retire_in_flight();
     test_warm(2, RING, 0, &ladders[0]);
     test_warm(4, RING - 1, 0, &ladders[0]);
     for (size_t l = 1; l < sizeof(ladders) / sizeof(ladders[0]); l++)
