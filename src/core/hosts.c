@@ -102,6 +102,7 @@ struct hiar_hosts {
     int device_pointers, device;
     int left; /* requests a failed first exchange left posted: the areas they point into stay */
     int next_eager, next_kept;
+    unsigned char retiring[HOSTS_SLOTS]; /* retired captured jobs the thread has not dropped yet */
     hiar_hosts_area_t ring; /* the eager jobs' memory */
     unsigned turn;          /* the last eager job's */
 };
@@ -262,36 +263,69 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     return HIAR_SUCCESS;
 }
 
+/* A captured job's end: the thread drops it (and its slot comes free). */
+static void retire(hiar_hosts_t *h, int slot)
+{
+    h->retiring[slot] = 1;
+    hiar_progress_retire(h->engine, slot);
+}
+
 /* The slots of captured jobs whose graph is gone leave the thread (and come free). */
 static void retire_gone(hiar_hosts_t *h)
 {
     for (int s = HOSTS_EAGER_SLOTS; atomic_load(&h->board->marked) && s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
         if (atomic_exchange(&h->board->gone[s], 0)) {
             atomic_fetch_sub(&h->board->marked, 1);
-            hiar_progress_retire(h->engine, s);
+            retire(h, s);
         }
 }
 
-/* An eager job's slot in turn; a captured one's a free one of those used before, else a new one. */
-static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, int *slot)
+/* A captured job's slot that is free (its graph gone and its job dropped), or -1. */
+static int free_kept(hiar_hosts_t *h)
+{
+    for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
+        if (hiar_progress_slot_free(h->engine, s)) {
+            h->retiring[s] = 0;
+            return s;
+        }
+    return -1;
+}
+
+/* Whether a slot is retired but its job not yet dropped by the thread. */
+static int any_retiring(const hiar_hosts_t *h)
+{
+    for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
+        if (h->retiring[s])
+            return 1;
+    return 0;
+}
+
+/*
+ * An eager job's slot in turn; a captured one's a free one of those used
+ * before, else a new one; with none left, one retired but not yet free (the
+ * thread drops its job within a sweep), waited for through wait.
+ */
+static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, hiar_wait_t *wait, int *slot)
 {
     if (!capturing) {
         *slot = h->next_eager;
         h->next_eager = (h->next_eager + 1) % HOSTS_EAGER_SLOTS;
         return HIAR_SUCCESS;
     }
-    for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
-        if (hiar_progress_slot_free(h->engine, s)) {
-            *slot = s;
-            return HIAR_SUCCESS;
-        }
-    if (HOSTS_EAGER_SLOTS + h->next_kept >= HOSTS_SLOTS)
-        return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured steps between hosts (one per "
-                                                "captured call and shard) in graphs alive at once; destroy graphs "
-                                                "no longer replayed, or use another comm",
-                              HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
-    *slot = HOSTS_EAGER_SLOTS + h->next_kept++;
-    return HIAR_SUCCESS;
+    if ((*slot = free_kept(h)) >= 0)
+        return HIAR_SUCCESS;
+    if (HOSTS_EAGER_SLOTS + h->next_kept < HOSTS_SLOTS) {
+        *slot = HOSTS_EAGER_SLOTS + h->next_kept++;
+        return HIAR_SUCCESS;
+    }
+    while ((*slot = free_kept(h)) < 0 && any_retiring(h))
+        HIAR_CHECK(hiar_wait_poll(wait));
+    if (*slot >= 0)
+        return HIAR_SUCCESS;
+    return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured steps between hosts (one per "
+                                            "captured call and shard) in graphs alive at once; destroy graphs "
+                                            "no longer replayed, or use another comm",
+                          HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
 }
 
 /* Marks slot's board entry when the graph being captured on stream is destroyed. */
@@ -394,7 +428,7 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     shape(hiar_hosts_gpu_blocks(h->gpu), npieces, &job.ring, &k.blocks);
     used = npieces < job.ring ? npieces : job.ring;
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
-    HIAR_CHECK(take_slot(h, capturing, &slot));
+    HIAR_CHECK(take_slot(h, capturing, c->wait, &slot));
     /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
     HIAR_CHECK(job_area(h, slot, capturing, (size_t)used * job.stride, k.n, &a));
     HIAR_CHECK(take_tag(h, link, capturing, &job.tag));
@@ -414,7 +448,7 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
     /* A job no graph will tell the end of (a capture CUDA invalidated, say) leaves at once, its kernel never launched. */
     if (capturing && (rc = mark_on_destroy(h, c->stream, slot)) != HIAR_SUCCESS) {
-        hiar_progress_retire(h->engine, slot);
+        retire(h, slot);
         return rc;
     }
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
