@@ -103,6 +103,7 @@ struct hiar_hosts {
     int left; /* requests a failed first exchange left posted: the areas they point into stay */
     int next_eager, next_kept;
     unsigned char retiring[HOSTS_SLOTS]; /* retired captured jobs the thread has not dropped yet */
+    int warned_marks;                    /* a graph's end could not be watched: said once */
     hiar_hosts_area_t ring; /* the eager jobs' memory */
     unsigned turn;          /* the last eager job's */
 };
@@ -416,7 +417,6 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */
-    hiar_result_t rc;
 
     HIAR_ASSERT(link >= 0);
     job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
@@ -446,10 +446,11 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     if (capturing && h->device_pointers)
         HIAR_CHECK(warm(h, &job, used, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
-    /* A job no graph will tell the end of (a capture CUDA invalidated, say) leaves at once, its kernel never launched. */
-    if (capturing && (rc = mark_on_destroy(h, c->stream, slot)) != HIAR_SUCCESS) {
-        retire(h, slot);
-        return rc;
+    /* A job no graph will tell the end of keeps its slot for the comm's life, as all did before recycling. */
+    if (capturing && mark_on_destroy(h, c->stream, slot) != HIAR_SUCCESS && !h->warned_marks) {
+        h->warned_marks = 1;
+        HIAR_WARN(MPI, "between hosts: a captured call's slot will not be recycled when its graph is destroyed "
+                       "(%s); a comm keeps %d such steps", hiar_last_error(), HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
     }
     /* Eager kernels take turns (cuda/api.h): a turn only once its kernel is on its way. */
     if (!capturing)
