@@ -214,12 +214,17 @@ extern "C" hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(v
     if (!(d = (on_destroy_t *)malloc(sizeof(*d))))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a captured graph's destructor");
     *d = on_destroy_t{fn, arg, 1};
+    /* Relaxed: the application may capture in the global mode, which could refuse calls beside it. */
+    int mode = hiar_cuda_capture_mode_relax();
     if ((err = cudaUserObjectCreate(&object, d, on_destroy, 1, cudaUserObjectNoDestructorSync)) != cudaSuccess) {
+        hiar_cuda_capture_mode_restore(mode);
         free(d);
         return hiar_cuda_error(err, "cudaUserObjectCreate");
     }
     /* The graph takes the one reference: fn runs when the graph and its executable copies are gone. */
-    if ((err = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove)) != cudaSuccess) {
+    err = cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
+    hiar_cuda_capture_mode_restore(mode);
+    if (err != cudaSuccess) {
         d->armed = 0;
         cudaUserObjectRelease(object, 1);
         return hiar_cuda_error(err, "cudaGraphRetainUserObject");
