@@ -247,18 +247,25 @@ __device__ __forceinline__ push_piece piece_at(const hiar_ipc_args_t &a, uint64_
 /* Units per thread per round: several loads in flight before the first store. */
 #define PUSH_UNROLL 4
 
-__device__ __forceinline__ void push(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
-                                     int esize, size_t piece)
+/*
+ * The block's part of piece p of its input where its readers find it, at
+ * its sender place in the piece's buffer: pushed into every peer's slot, or
+ * with PULL written into its own, where the peers read it.
+ */
+template <bool PULL>
+__device__ __forceinline__ void hand_out(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
+                                         int esize, size_t piece)
 {
     move_units<PUSH_UNROLL>(
         0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(in, p.off + off, total, esize); },
         [&](size_t off, const uint4 &u) {
-            for (int k = 1; k < a.n; k++)
+            for (int k = PULL ? 0 : 1; k < (PULL ? 1 : a.n); k++)
                 *reinterpret_cast<uint4 *>(a.base[(a.me + k) % a.n] + p.ring + (size_t)a.me * piece + off) = u;
         });
 }
 
-template <typename T>
+/* Piece p reduced over the ranks in rank order; peer q's part from this rank's slot, or with PULL from q's. */
+template <typename T, bool PULL>
 __device__ __forceinline__ void reduce_piece(const hiar_ipc_args_t &a, const push_piece &p, const char *in,
                                              char *out, size_t total, int esize, int op, int divisor,
                                              size_t piece)
@@ -267,33 +274,7 @@ __device__ __forceinline__ void reduce_piece(const hiar_ipc_args_t &a, const pus
         0, p.bytes,
         [&](size_t off) {
             return reduce_unit<T>(a, in, p.off + off, total, esize, op, divisor, [&](int q) {
-                return reinterpret_cast<const uint4 *>(a.base[a.me] + p.ring + (size_t)q * piece + off);
-            });
-        },
-        [&](size_t off, const uint4 &r) { store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r); });
-}
-
-/* Pull: the block's part of piece p of its input into its own slot, where the peers read it. */
-__device__ __forceinline__ void publish(const hiar_ipc_args_t &a, const push_piece &p, const char *in, size_t total,
-                                        int esize, size_t piece)
-{
-    move_units<PUSH_UNROLL>(
-        0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(in, p.off + off, total, esize); },
-        [&](size_t off, const uint4 &u) {
-            *reinterpret_cast<uint4 *>(a.base[a.me] + p.ring + (size_t)a.me * piece + off) = u;
-        });
-}
-
-/* Pull: piece p reduced over the ranks in rank order, peer q's part read from q's own slot. */
-template <typename T>
-__device__ __forceinline__ void pull_piece(const hiar_ipc_args_t &a, const push_piece &p, const char *in,
-                                           char *out, size_t total, int esize, int op, int divisor, size_t piece)
-{
-    move_units<1>(
-        0, p.bytes,
-        [&](size_t off) {
-            return reduce_unit<T>(a, in, p.off + off, total, esize, op, divisor, [&](int q) {
-                return reinterpret_cast<const uint4 *>(a.base[q] + p.ring + (size_t)q * piece + off);
+                return reinterpret_cast<const uint4 *>(a.base[PULL ? q : a.me] + p.ring + (size_t)q * piece + off);
             });
         },
         [&](size_t off, const uint4 &r) { store_unit<HIAR_UNIT>(out, p.off + off, total, esize, r); });
@@ -309,26 +290,17 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 
-    if (PULL)
-        publish(a, cur, in, total, esize, piece);
-    else
-        push(a, cur, in, total, esize, piece);
+    hand_out<PULL>(a, cur, in, total, esize, piece);
     signal_peers(a, HIAR_IPC_FLAG_RS, cur.value);
     for (uint32_t i = 0; cur.off < total; i++) {
         push_piece next = piece_at(a, e, total, piece, i + 1);
         if (next.off < total) {
-            if (PULL)
-                publish(a, next, in, total, esize, piece);
-            else
-                push(a, next, in, total, esize, piece);
+            hand_out<PULL>(a, next, in, total, esize, piece);
             signal_peers(a, HIAR_IPC_FLAG_RS, next.value);
         }
         if (!wait_peers(a, HIAR_IPC_FLAG_RS, cur.value, w))
             break;
-        if (PULL)
-            pull_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
-        else
-            reduce_piece<T>(a, cur, in, out, total, esize, op, divisor, piece);
+        reduce_piece<T, PULL>(a, cur, in, out, total, esize, op, divisor, piece);
         cur = next;
     }
     finish_call(a, e);
