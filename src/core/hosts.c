@@ -102,7 +102,6 @@ struct hiar_hosts {
     int device_pointers, device;
     int left; /* requests a failed first exchange left posted: the areas they point into stay */
     int next_eager, next_kept;
-    unsigned char retiring[HOSTS_SLOTS]; /* retired captured jobs the thread has not dropped yet */
     int warned_marks;                    /* a graph's end could not be watched: said once */
     hiar_hosts_area_t ring; /* the eager jobs' memory */
     unsigned turn;          /* the last eager job's */
@@ -264,20 +263,13 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     return HIAR_SUCCESS;
 }
 
-/* A captured job's end: the thread drops it (and its slot comes free). */
-static void retire(hiar_hosts_t *h, int slot)
-{
-    h->retiring[slot] = 1;
-    hiar_progress_retire(h->engine, slot);
-}
-
 /* The slots of captured jobs whose graph is gone leave the thread (and come free). */
 static void retire_gone(hiar_hosts_t *h)
 {
     for (int s = HOSTS_EAGER_SLOTS; atomic_load(&h->board->marked) && s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
         if (atomic_exchange(&h->board->gone[s], 0)) {
             atomic_fetch_sub(&h->board->marked, 1);
-            retire(h, s);
+            hiar_progress_retire(h->engine, s);
         }
 }
 
@@ -285,10 +277,8 @@ static void retire_gone(hiar_hosts_t *h)
 static int free_kept(hiar_hosts_t *h)
 {
     for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
-        if (hiar_progress_slot_free(h->engine, s)) {
-            h->retiring[s] = 0;
+        if (hiar_progress_slot_free(h->engine, s))
             return s;
-        }
     return -1;
 }
 
@@ -296,7 +286,7 @@ static int free_kept(hiar_hosts_t *h)
 static int any_retiring(const hiar_hosts_t *h)
 {
     for (int s = HOSTS_EAGER_SLOTS; s < HOSTS_EAGER_SLOTS + h->next_kept; s++)
-        if (h->retiring[s])
+        if (hiar_progress_slot_leaving(h->engine, s))
             return 1;
     return 0;
 }

@@ -311,6 +311,11 @@ void hiar_progress_retire(hiar_progress_t *p, int slot)
     atomic_store_explicit(&p->slots[slot].retire, 1, memory_order_release);
 }
 
+int hiar_progress_slot_leaving(hiar_progress_t *p, int slot)
+{
+    return atomic_load_explicit(&p->slots[slot].retire, memory_order_relaxed) && !hiar_progress_slot_free(p, slot);
+}
+
 int hiar_progress_slot_free(hiar_progress_t *p, int slot)
 {
     return !atomic_load_explicit(&p->slots[slot].busy, memory_order_acquire);

@@ -145,6 +145,9 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
  */
 void hiar_progress_retire(hiar_progress_t *p, int slot);
 
+/* Whether slot's job is retired but the thread has not dropped it yet (the slot comes free soon). */
+int hiar_progress_slot_leaving(hiar_progress_t *p, int slot);
+
 /* Whether slot has no job left to serve (an eager job's slot becomes free, a retired one too). */
 int hiar_progress_slot_free(hiar_progress_t *p, int slot);
 

@@ -433,15 +433,17 @@ static void test_retire_in_flight(void)
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
-    ok &= !hiar_progress_slot_free(ranks[0].engine, 0);
+    ok &= !hiar_progress_slot_free(ranks[0].engine, 0) && hiar_progress_slot_leaving(ranks[0].engine, 0);
+    ok &= !hiar_progress_slot_leaving(ranks[1].engine, 0); /* not retired there */
     hand_over(&ranks[1], 0, 0, 0);
     ok &= slots_free(ranks, 1, 0) && await_arrival(&ranks[0], &ranks[0].flags[0][0]);
+    ok &= !hiar_progress_slot_leaving(ranks[0].engine, 0);
     check_piece(&ranks[0], 0, 0, 0);
     hiar_progress_retire(ranks[1].engine, 0);
     ok &= slots_free(ranks, 2, 0) && ranks[0].wrong == 0;
     finish(ranks, 2, &left);
-    expect(ok && left == 0, "2 ranks: a persistent job retired with a piece in flight keeps its slot (50 ms) until "
-                            "the piece is exchanged, then leaves; the piece arrived right");
+    expect(ok && left == 0, "2 ranks: a persistent job retired with a piece in flight keeps its slot (50 ms, "
+                            "leaving) until the piece is exchanged, then leaves; the piece arrived right");
 }
 
 /*
