@@ -181,6 +181,8 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->between_gpu = comm->gpu->between.on_gpu;
         in->hosts_async = comm->gpu->hosts != NULL;
         in->mixed = comm->gpu->mixed;
+        in->flat_nranks = comm->gpu->flat.tp ? comm->gpu->flat.tier.local_size : 0;
+        in->flat_max = (size_t)hiar_comm_param(comm, HIAR_P_FLAT_MAX);
     }
 #else
     (void)device;

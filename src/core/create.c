@@ -62,7 +62,8 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
     static const hiar_param_id_t agreed[] = {HIAR_P_GROUPS,      HIAR_P_GROUP_LEVEL, HIAR_P_ALGO,
                                              HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE, HIAR_P_MAX_BLOCKS,
                                              HIAR_P_BETWEEN,     HIAR_P_PINNED,      HIAR_P_CHECK,
-                                             HIAR_P_TUNE};
+                                             HIAR_P_TUNE,        HIAR_P_FLAT,        HIAR_P_FLAT_MAX,
+                                             HIAR_P_PROGRESS};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[N], lo[N], hi[N];
 

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "core/gpu.h"
+#include "core/plan.h"
 #include "net/coll.h"
 #include "topo/nvml.h"
 #include "transport/kernels.h"
@@ -189,6 +190,59 @@ static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int
     return HIAR_SUCCESS;
 }
 
+/* Why the comm has no group over the host (NULL: it can have one): values every rank shares. */
+static const char *flat_unfit(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
+{
+    if (env->params->v[HIAR_P_FLAT].num == HIAR_FLAT_OFF)
+        return "HIAR_FLAT=0";
+    if (env->params->v[HIAR_P_ALGO].num != HIAR_ALGO_AUTO)
+        return "HIAR_ALGO is set";
+    if (gpu->side.tier.groups.ngroups < 2)
+        return "one group";
+    if (!gpu->between.on_gpu || gpu->pinned)
+        return "the step between groups is not on CUDA IPC";
+    if (env->size > HIAR_IPC_MAX_GROUP)
+        return "more than 8 ranks";
+    for (int r = 0; r < env->size; r++)
+        if (!gpu->facts[r].pci.bus_id[0] || !hiar_topo_same_host(&gpu->facts[r], &gpu->facts[0]))
+            return "not every rank has a GPU on one host";
+    return NULL;
+}
+
+/*
+ * The group over the host: CUDA IPC between every pair, with the P2P check
+ * (across PCIe switches it may fail: then none, logged at INFO), slots of
+ * HIAR_FLAT_SLOT (its default limit takes the LL kernel only).
+ */
+static hiar_result_t flat_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
+{
+    static const hiar_transport_t *const ipc[] = {&hiar_transport_ipc};
+    const char *no = flat_unfit(env, gpu);
+    hiar_transport_config_t cfg = transport_config(env, gpu, 1, on_gpu);
+    hiar_grouping_t g = {0};
+    hiar_result_t rc;
+    int *label;
+
+    if (no) {
+        snprintf(gpu->flat.why, sizeof(gpu->flat.why), "none (%s)", no);
+        return HIAR_SUCCESS;
+    }
+    label = calloc((size_t)env->size, sizeof(int));
+    if (!label)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the group over the host of %d ranks", env->size);
+    rc = hiar_grouping_from_labels(label, env->size, &g);
+    free(label);
+    HIAR_CHECK(rc);
+    HIAR_CHECK(hiar_tier_init(&gpu->flat.tier, env->mpi, env->rank, &g));
+    cfg.slot_bytes = cfg.slot_bytes < HIAR_FLAT_SLOT ? cfg.slot_bytes : HIAR_FLAT_SLOT;
+    cfg.probe_may_fail = 1;
+    /* One that cannot be set up (on every rank alike) leaves the hierarchical paths: not a failure of the comm. */
+    (void)hiar_side_connect(&gpu->flat, ipc, 1, &cfg);
+    if (env->rank == 0)
+        HIAR_INFO(IPC, "the group over the host: %s", gpu->flat.why);
+    return HIAR_SUCCESS;
+}
+
 static void warn_shared_without_mps(const hiar_gpu_t *gpu)
 {
     if (gpu->shared_gpu && !hiar_cuda_mps_running() && gpu->side.tier.local == 0)
@@ -228,6 +282,7 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     }
     gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);
     HIAR_CHECK(hiar_net_max(env->mpi, &gpu->pinned, 1));
+    HIAR_CHECK(flat_setup(env, gpu, on_gpu));
     if (env->rank == 0 && hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_TOPO))
         hiar_topo_table(gpu->facts, &gpu->side.tier.groups, topo_log_line, NULL);
     warn_shared_without_mps(gpu);
@@ -272,6 +327,7 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
         hiar_cuda_device_sync(gpu->device); /* its kernels finish only while the thread serves them */
     hiar_hosts_free(gpu->hosts);
     hiar_between_free(&gpu->between, flags);
+    hiar_side_free(&gpu->flat, flags);
     if (gpu->side.tp)
         gpu->side.tp->teardown(gpu->side.state, &gpu->side.tier, flags);
     gpu->side.tp = NULL;
@@ -296,6 +352,8 @@ hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)
 {
     if (gpu && gpu->side.tp)
         HIAR_CHECK(gpu->side.tp->status(gpu->side.state));
+    if (gpu && gpu->flat.tp)
+        HIAR_CHECK(gpu->flat.tp->status(gpu->flat.state));
     if (gpu && gpu->hosts)
         HIAR_CHECK(hiar_hosts_status(gpu->hosts));
     return gpu ? hiar_between_status(&gpu->between) : HIAR_SUCCESS;
@@ -305,6 +363,8 @@ void hiar_gpu_abort(hiar_gpu_t *gpu)
 {
     if (gpu && gpu->side.tp)
         gpu->side.tp->abort(gpu->side.state);
+    if (gpu && gpu->flat.tp)
+        gpu->flat.tp->abort(gpu->flat.state);
     if (gpu)
         hiar_between_abort(&gpu->between);
     if (gpu && gpu->hosts)

@@ -27,6 +27,9 @@ typedef struct hiar_gpu {
     long long hier_slot; /* the smallest slot of any group's kernels (agreed; LLONG_MAX: none), for the chunks */
     int pinned;          /* some group or set of counterparts uses pinned host memory (agreed): LL limits */
     hiar_between_t between; /* the step between groups of hierarchical device calls */
+    /* One CUDA IPC group over every rank of a one-host comm with several groups (HIAR_FLAT), for small
+     * messages; tp NULL where there is none, its why saying why. */
+    hiar_side_t flat;
     hiar_hosts_t *hosts;    /* that step over MPI on the progress engine; NULL: blocking (hosts_why) */
     char hosts_why[320];
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */

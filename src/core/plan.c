@@ -9,11 +9,14 @@ const char *hiar_plan_name(hiar_plan_t p)
         {"oneshot", "twoshot", "hier", "hier-oneshot", "mpi"},
         {"ipc-oneshot", "ipc-twoshot", "hier (GPU)", "hier-oneshot (GPU)", "mpi (GPU)"},
         {"staged oneshot", "staged twoshot", "staged hier", "staged hier-oneshot", "staged mpi"}};
-    static const char *const kernels[] = {"", "ipc-ll", "ipc-push", "ipc-twoshot", "ipc-pull"};
+    static const char *const kernels[][5] = {{"", "ipc-ll", "ipc-push", "ipc-twoshot", "ipc-pull"},
+                                             {"", "flat-ll", "flat-push", "flat-twoshot", "flat-pull"}};
 
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : "ipc-hier";
-    return p.via == HIAR_VIA_DEVICE && p.kernel != HIAR_KERNEL_NONE ? kernels[p.kernel] : algs[p.via][p.alg];
+    if ((p.via == HIAR_VIA_DEVICE || p.via == HIAR_VIA_FLAT) && p.kernel != HIAR_KERNEL_NONE)
+        return kernels[p.via == HIAR_VIA_FLAT][p.kernel];
+    return algs[p.via == HIAR_VIA_FLAT ? HIAR_VIA_DEVICE : p.via][p.alg];
 }
 
 int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
@@ -51,6 +54,14 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                            : HIAR_IPC_ONESHOT_BUDGET / (size_t)(in->device_nshards > in->ngroups ? in->device_nshards
                                                                                                   : in->ngroups);
     out->device_hier_ll_max = hier < in->ipc_ll_max ? hier : in->ipc_ll_max;
+    /* The one group over the host: by default while its LL kernel takes the
+     * message (one launch and one hop instead of the group's kernel and the
+     * step between groups); above, the hierarchical paths send each byte
+     * between the groups (between PCIe switches) once instead of n - 1 times. */
+    hier = in->flat_nranks ? HIAR_IPC_ONESHOT_BUDGET / (size_t)in->flat_nranks : 0;
+    out->device_flat_max = !in->flat_nranks ? 0
+                           : in->flat_max  ? in->flat_max
+                                           : (hier < in->ipc_ll_max ? hier : in->ipc_ll_max);
 }
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
@@ -131,6 +142,22 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     return p;
 }
 
+/* The one group over the host: the kernel one group of flat_nranks would take (chosen only under HIAR_ALGO=auto). */
+static hiar_plan_t choose_flat(const hiar_plan_input_t *in)
+{
+    hiar_plan_input_t flat = *in;
+    hiar_plan_limits_t l;
+    hiar_plan_t p;
+
+    flat.nranks = in->flat_nranks;
+    hiar_plan_limits(&flat, &l);
+    p = choose_ipc(&flat, &l);
+    if (in->mixed && p.kernel == HIAR_KERNEL_PUSH) /* beside other groups' kernels: transport/ipc.c */
+        p = plan_of(HIAR_ALG_TWOSHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_TWOSHOT);
+    p.via = HIAR_VIA_FLAT;
+    return p;
+}
+
 /*
  * Device buffers: one group with IPC runs a kernel; several groups the
  * kernels around the step between groups, from HIAR_DEVICE_HIER_MIN and
@@ -149,6 +176,8 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     alg = choose_alg(in, &l, in->ngroups);
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
         return choose_ipc(in, &l);
+    if (in->ngroups > 1 && in->algo == HIAR_ALGO_AUTO && in->bytes <= l.device_flat_max)
+        return choose_flat(in);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
         return choose_between(in, &l);
     /* On the progress engine the kernels' path never waits on the host: every size takes it. */

@@ -50,6 +50,10 @@
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
  * 2 H200: 255 GB/s at 1 GB with 32 MB slots, 305 GB/s with 128 MB). */
 #define HIAR_IPC_SLOT_DEFAULT ((size_t)64 << 20)
+/* Slot of the one group over the host (HIAR_FLAT), whose default limit is
+ * the LL kernel's (its packets have their own area): the slots serve only a
+ * HIAR_FLAT_MAX set above it. */
+#define HIAR_FLAT_SLOT ((size_t)1 << 20)
 /* Chunk of the MPI path, reduced in the comm's own buffer; hier-oneshot's
  * copies of the group sum must fit it too. */
 #define HIAR_MPI_SCRATCH_BYTES ((size_t)4 << 20)
@@ -70,6 +74,8 @@ typedef struct {
     int hosts_async;    /* device buffers: that step runs over MPI on the progress engine (agreed; core/hosts.h) */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
+    int flat_nranks;    /* device buffers: ranks of the one CUDA IPC group over the host (agreed); 0: none */
+    size_t flat_max;    /* HIAR_FLAT_MAX, 0 = default */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
     int tuned;          /* the next two hold tuning's crossovers (core/tune.h: the same on every rank) */
@@ -85,6 +91,7 @@ typedef struct {
     size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */
     size_t ipc_push_max;         /* ... push up to this, then two-shot */
     size_t device_hier_ll_max;   /* device buffers over groups exchanging on the GPU: latency path up to this */
+    size_t device_flat_max;      /* device buffers over groups: the one group over the host up to this (0: none) */
 } hiar_plan_limits_t;
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);

@@ -69,6 +69,8 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
     hiar_call_t call = *c;
     hiar_ipc_direct_t direct;
 
+    if (c->plan.via == HIAR_VIA_FLAT)
+        return gpu->flat.tp->run(gpu->flat.state, &gpu->flat.tier, c, HIAR_STEP_ALLREDUCE);
     if (c->plan.alg == HIAR_ALG_HIER)
         return hiar_hier_device(comm, c);
     if (c->plan.alg == HIAR_ALG_HIER_ONESHOT)
@@ -83,7 +85,7 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (c->plan.via == HIAR_VIA_DEVICE)
+    if (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT)
         return run_device(comm, c);
     if (c->plan.via == HIAR_VIA_STAGED && comm->gpu)
         return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
@@ -101,8 +103,11 @@ static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    return c->plan.via == HIAR_VIA_DEVICE && c->plan.alg == HIAR_ALG_ONESHOT && c->plan.kernel == HIAR_KERNEL_LL &&
-           hiar_transport_runs_kernels(comm->gpu->side.tp) && c->norm->hidden * c->esize % 16 == 0;
+    const hiar_side_t *side = c->plan.via == HIAR_VIA_FLAT ? &comm->gpu->flat : &comm->gpu->side;
+
+    return (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT) && c->plan.alg == HIAR_ALG_ONESHOT &&
+           c->plan.kernel == HIAR_KERNEL_LL && hiar_transport_runs_kernels(side->tp) &&
+           c->norm->hidden * c->esize % 16 == 0;
 #else
     (void)comm;
     (void)c;

@@ -104,7 +104,10 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
     }
     if (rc != HIAR_SUCCESS) {
         snprintf(why, len, "no CUDA IPC: the P2P check failed (%s)", hiar_last_error());
-        HIAR_WARN(IPC, "%s; trying pinned host memory", why);
+        if (cfg->probe_may_fail)
+            HIAR_INFO(IPC, "%s", why);
+        else
+            HIAR_WARN(IPC, "%s; trying pinned host memory", why);
         *state = ipc;
         hiar_transport_ipc.teardown(ipc, t, HIAR_TEARDOWN_COLLECTIVE);
         *state = NULL;

@@ -40,6 +40,7 @@ typedef struct {
     int all_gpu;       /* every rank of the group has a GPU */
     int on_gpu;        /* ranks of the comm on this rank's GPU */
     int mixed;         /* other kernels of the comm (other groups, the step between groups) may run beside ours */
+    int probe_may_fail; /* a failed P2P check is expected (the group over the host, across switches): INFO, no WARN */
     hiar_host_run_t host_run; /* staged: where the copies go */
     void *host_arg;
 } hiar_transport_config_t;

@@ -880,6 +880,25 @@ int main(int argc, char **argv)
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
         hiar_comm_destroy(comm);
     }
+    if (groups && !hosts) {
+        /* Groups on one host without the group over the host: small messages take the latency path
+         * (LL in the group, LL between groups) that the default comm leaves to that group... */
+        comm = create("HIAR_FLAT=0");
+        for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+            one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 4097 + t, t % 2, t % 3 == 1);
+        one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
+        stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
+        graph(comm, HIAR_FLOAT32, 1000);
+        hiar_comm_destroy(comm);
+        /* ...and that group at every size: push or two-shot over every rank of the host. */
+        comm = create("HIAR_FLAT_MAX=1G");
+        for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+            one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+        one_case(comm, HIAR_FLOAT32, HIAR_SUM, (3 << 20) + 1, 1, 0);
+        stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
+        graph(comm, HIAR_BFLOAT16, 1 << 20);
+        hiar_comm_destroy(comm);
+    }
     /* Small slots: two-shot in many chunks. */
     comm = create("HIAR_BUFFER_SIZE=64K");
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, 1);

@@ -23,6 +23,8 @@
 /* Several groups exchanging on the GPU: the latency path, and the bandwidth path's kernel between groups. */
 #define BETWEEN_LL {HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL, 0, HIAR_KERNEL_LL}
 #define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL}
+/* The one group over the host (HIAR_FLAT). */
+#define FLAT(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_FLAT, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE}
 #define HIAR_PLAN_ONESHOT HOST(ONESHOT)
 #define HIAR_PLAN_TWOSHOT HOST(TWOSHOT)
 #define HIAR_PLAN_HIER HOST(HIER)
@@ -321,11 +323,70 @@ Test(plan, pinned_group)
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
 }
 
+/*
+ * A one-host comm of several groups that also has the group over the host:
+ * small device messages take its LL kernel (1 MB / its ranks, or
+ * HIAR_FLAT_MAX), larger ones the hierarchical paths; never with a forced
+ * HIAR_ALGO, never for host buffers, nothing where there is no such group.
+ */
+Test(plan, flat_over_host)
+{
+    static const struct {
+        int nranks, ngroups, algo, flat_nranks, mixed;
+        size_t bytes, flat_max;
+        hiar_plan_t want;
+    } cases[] = {
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 4, 0, FLAT(ONESHOT, LL)},
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 256 * K, 0, FLAT(ONESHOT, LL)},
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 256 * K + 4, 0, BETWEEN_LL},
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 2 * M, 0, BETWEEN(PUSH, 0)},
+        {6, 3, HIAR_ALGO_AUTO, 6, 0, 170 * K, 0, FLAT(ONESHOT, LL)},
+        {6, 3, HIAR_ALGO_AUTO, 6, 0, 171 * K, 0, BETWEEN_LL},
+        {8, 2, HIAR_ALGO_AUTO, 8, 0, 128 * K, 0, FLAT(ONESHOT, LL)},
+        /* HIAR_FLAT_MAX: smaller, or larger (push up to 1 MB over 4 ranks, two-shot above; no push beside
+         * other groups' kernels) */
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 8 * K, 4 * K, BETWEEN_LL},
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, M, 64 * M, FLAT(ONESHOT, PUSH)},
+        {4, 2, HIAR_ALGO_AUTO, 4, 0, 4 * M, 64 * M, FLAT(TWOSHOT, TWOSHOT)},
+        {4, 2, HIAR_ALGO_AUTO, 4, 1, M, 64 * M, FLAT(TWOSHOT, TWOSHOT)},
+        /* a forced path keeps the groups; no group over the host: the hierarchical paths */
+        {4, 2, HIAR_ALGO_ONESHOT, 4, 0, 4, 0, BETWEEN_LL},
+        {4, 2, HIAR_ALGO_PULL, 4, 0, 4, 0, BETWEEN_LL},
+        {4, 2, HIAR_ALGO_AUTO, 0, 0, 4, 0, BETWEEN_LL},
+    };
+    enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+
+    for (size_t i = 0; i < NCASES; i++) {
+        hiar_plan_input_t in = {0};
+        hiar_plan_t got, want = cases[i].want;
+        in.nranks = cases[i].nranks;
+        in.ngroups = in.host_ngroups = cases[i].ngroups;
+        in.host_nshards = in.device_nshards = cases[i].nranks / cases[i].ngroups;
+        in.device = in.ipc = in.hier_ready = in.between_gpu = 1;
+        in.ipc_ll_max = 512 * K;
+        in.algo = cases[i].algo;
+        in.bytes = cases[i].bytes;
+        in.flat_nranks = cases[i].flat_nranks;
+        in.flat_max = cases[i].flat_max;
+        in.mixed = cases[i].mixed;
+        if (want.alg == HIAR_ALG_HIER)
+            want.chunk = hiar_ipc_hier_chunk(HIAR_IPC_SLOT_DEFAULT, in.device_nshards);
+        got = hiar_plan_choose(&in);
+        cr_expect(hiar_plan_equal(got, want), "case %zu (%zu bytes, %d ranks over %d groups, flat %d): got %s, "
+                  "expected %s", i, cases[i].bytes, cases[i].nranks, cases[i].ngroups, cases[i].flat_nranks,
+                  hiar_plan_name(got), hiar_plan_name(want));
+        in.device = in.ipc = 0;
+        got = hiar_plan_choose(&in);
+        cr_expect(got.via == HIAR_VIA_HOST, "case %zu on host buffers: got %s", i, hiar_plan_name(got));
+    }
+}
+
 Test(plan, names)
 {
     const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI,
                                  HIAR_PLAN_IPC_LL, HIAR_PLAN_IPC_PUSH, HIAR_PLAN_IPC_TWOSHOT,
-                                 STAGED(TWOSHOT), IPC(HIER, NONE), BETWEEN_LL, BETWEEN(TWOSHOT, 1)};
+                                 STAGED(TWOSHOT), IPC(HIER, NONE), BETWEEN_LL, BETWEEN(TWOSHOT, 1),
+                                 FLAT(ONESHOT, LL), FLAT(ONESHOT, PUSH), FLAT(TWOSHOT, TWOSHOT)};
     enum { N = sizeof(plans) / sizeof(plans[0]) };
 
     for (int i = 0; i < N; i++) {
@@ -337,6 +398,7 @@ Test(plan, names)
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_TWOSHOT), "twoshot");
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_HIER), "hier");
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_MPI), "mpi");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)FLAT(ONESHOT, LL)), "flat-ll");
 }
 
 /* ---- shards ---- */
