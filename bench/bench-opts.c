@@ -105,9 +105,10 @@ void bench_usage(FILE *out)
             "               when 5 ms of work is ahead of it on the stream (eager only)\n"
             "  --sync       device buffers: wait for the stream after every timed call, as\n"
             "               MPI_Allreduce does (the preload's cost against hiar + sync)\n"
-            "  --tune       host buffers (-m host): measure hiar's crossovers now as\n"
-            "               HIAR_TUNE=1 does, print the table (us per call and candidate,\n"
-            "               '*' the one taken at each size) and write the tuning cache\n"
+            "  --tune       measure hiar's choices now as HIAR_TUNE=1 does (the host\n"
+            "               crossovers, and where the ranks have GPUs the device paths per\n"
+            "               size), print the tables (us per call and candidate, '*' the one\n"
+            "               taken at each size) and write the tuning cache\n"
             "               (HIAR_TUNE_CACHE); nothing else is timed\n"
             "  -h, --help   this text\n"
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
@@ -443,9 +444,8 @@ int bench_resolve_mode(bench_t *b, char *err)
         return bad(err, "--overlap needs device buffers (-m device) and eager calls (no --graph)");
     if (o->sync && (!b->device || o->graph))
         return bad(err, "--sync needs device buffers (-m device) and eager calls (no --graph)");
-    if (o->tune && (b->device || o->split || o->decode || o->train || o->csv || o->json || o->json_file))
-        return bad(err, "--tune times host buffers only (add -m host) and takes none of --split, --decode, "
-                        "--train, --csv, --json, --json-file");
+    if (o->tune && (o->split || o->decode || o->train || o->csv || o->json || o->json_file))
+        return bad(err, "--tune takes none of --split, --decode, --train, --csv, --json, --json-file");
     if (o->split && !(o->impls & IMPL_BIT(IMPL_HIAR)))
         return bad(err, "--split needs hiar in --impl");
     if (o->reg && (!b->device || !(o->impls & IMPL_BIT(IMPL_HIAR))))

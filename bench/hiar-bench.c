@@ -465,13 +465,18 @@ static int run_sizes(bench_t *b)
     return status;
 }
 
-/* --tune: a comm that measures its crossovers now and writes the cache; rank 0 prints how it chose. */
-static int run_tune(const bench_t *b)
+/* --tune: a comm (on this rank's GPU in device mode) that measures its choices now and writes the cache;
+ * rank 0 prints how it chose. */
+static int run_tune(bench_t *b)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
     hiar_comm_t *comm;
     hiar_result_t rc;
 
+#ifdef HIAR_HAVE_CUDA
+    if (b->device)
+        bench_device_setup(b);
+#endif
     cfg.settings = "HIAR_TUNE=1";
     if ((rc = hiar_comm_create(MPI_COMM_WORLD, &cfg, &comm)) != HIAR_SUCCESS) {
         if (b->rank == 0)

@@ -99,14 +99,18 @@ static void print_cache_file(const char *path)
 
     printf("%s\n", path);
     if (st == HIAR_TUNE_CACHE_ABSENT) {
-        printf("  absent (HIAR_TUNE=1 or hiar-bench --tune -m host writes it)\n");
+        printf("  absent (HIAR_TUNE=1 or hiar-bench --tune writes it)\n");
         return;
     }
     printf("  signature: %s\n", sig[0] ? sig : "(none)");
-    if (st == HIAR_TUNE_CACHE_LOADED)
+    if (st == HIAR_TUNE_CACHE_LOADED) {
         printf("  host buffers: oneshot up to %zu bytes in one group, hier-oneshot up to %zu bytes over groups\n",
                l.shm_oneshot_max, l.hier_oneshot_max);
-    else
+        printf("  device buffers:%s", l.device_n ? "" : " built-in paths (not tuned)");
+        for (int i = 0; i < l.device_n; i++)
+            printf(" %zu:%s", hiar_tune_dev_size(i), hiar_tune_dev_name(l.device[i]));
+        printf("\n");
+    } else
         printf("  ignored: %s\n", why);
 }
 
@@ -125,7 +129,7 @@ static int print_tune(void)
     }
     snprintf(path, sizeof(path), "%s", p.v[HIAR_P_TUNE_CACHE].text);
     hiar_params_free(&p);
-    printf("tuning (HIAR_TUNE): host-buffer crossovers; device candidates are not tuned yet\n");
+    printf("tuning (HIAR_TUNE): host-buffer crossovers and device paths per size (builtin: the plan's own)\n");
     if (path[0]) {
         print_cache_file(path);
         return 0;
@@ -150,7 +154,7 @@ static int print_tune(void)
         closedir(d);
     }
     if (n == 0)
-        printf("  no cached choices (HIAR_TUNE=1 or hiar-bench --tune -m host writes them)\n");
+        printf("  no cached choices (HIAR_TUNE=1 or hiar-bench --tune writes them)\n");
     return 0;
 }
 

@@ -53,6 +53,8 @@ hiar_result_t hiar_cuda_host_register(void *ptr, size_t bytes, char **dev);
 void hiar_cuda_host_unregister(void *ptr);
 hiar_result_t hiar_cuda_copy_async(void *dst, const void *src, size_t bytes, void *stream);
 hiar_result_t hiar_cuda_sync(void *stream);
+/* Zeroes bytes of device memory (cudaMemset, then the device synchronised). */
+hiar_result_t hiar_cuda_zero(void *ptr, size_t bytes);
 
 /* *capturing = 1 while stream is being captured into a CUDA graph. */
 hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);

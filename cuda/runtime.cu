@@ -157,6 +157,14 @@ extern "C" hiar_result_t hiar_cuda_sync(void *stream)
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaStreamSynchronize");
 }
 
+extern "C" hiar_result_t hiar_cuda_zero(void *ptr, size_t bytes)
+{
+    cudaError_t err = cudaMemset(ptr, 0, bytes);
+
+    err = err == cudaSuccess ? cudaDeviceSynchronize() : err;
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaMemset");
+}
+
 extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
     hiar_result_t rc = hiar_cuda_copy_async(dst, src, bytes, stream);

@@ -1,47 +1,80 @@
 #!/usr/bin/env bash
 # Issue 19 on the GPU machine (16 cores), from an unpacked and built release
-# tarball: tuning at creation, host buffers (the device candidates are not
-# built yet).  For 2, 3 and 4 ranks in one group, and 4 as two groups (0,1|2,3):
-#   1. hiar-bench -m host --tune: the table and the chosen limit ('*'), the
-#      time it took; the cache goes to $OUT/cache-NAME.txt
-#   2. tuned against built-in side by side: hiar-bench -m host over the ladder
+# tarball: tuning at creation, host buffers and (where there is a GPU) device
+# buffers.  For 2, 3 and 4 ranks in one group, and 4 as two groups (0,1|2,3):
+#   1. hiar-bench -m MODE --tune: the tables and the choices ('*'), the time
+#      it took; the cache goes to $OUT/cache-MODE-NAME.txt
+#   2. tuned against built-in side by side: hiar-bench -m MODE over the ladder
 #      with HIAR_TUNE=0 and HIAR_TUNE=auto (the cache of 1), alternated 3
-#      times; per size the best of each and tuned/built-in (the issue wants
-#      none above 1.03)
-#   3. tests/mpi/tune-np2.test and tune-np4.test
+#      times (device: eager and in CUDA graphs); per size the best of each and
+#      tuned/built-in (the issue wants none above 1.03)
+#   3. tests/mpi/tune-np2.test and tune-np4.test; device: a canary made to
+#      fail (HIAR_TUNE_TEST_FAIL=ipc-pull) drops that path
+# Several ranks on one GPU need CUDA MPS running (CUDA_MPS_* passed on where set).
+# TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3") and TUNE_ROUNDS (3) cut it down.
 # Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
 set -u
 out=${1:-gpu-logs}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
+mps=
+for v in CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; do
+    [ -n "${!v:-}" ] && mps="$mps -x $v"
+done
 bench() { # NP GROUPS then hiar-bench's options
     local np=$1 groups=$2
     shift 2
+    # shellcheck disable=SC2086
     HIAR_GROUPS=$groups timeout 150 mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_GROUPS -x HIAR_TUNE \
-        -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS ./bench/hiar-bench "$@"
+        -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS -x HIAR_TUNE_TEST_FAIL $mps ./bench/hiar-bench "$@"
 }
-for c in "2 " "3 " "4 " "4 0,1|2,3"; do
-    np=${c%% *} groups=${c#* }
-    name=np$np${groups:+-groups}
-    export HIAR_TUNE_CACHE=$out/cache-$name.txt
-    echo "== $name: hiar-bench -m host --tune" | tee -a "$out/summary.txt"
-    HIAR_TUNE=1 bench "$np" "$groups" -m host --tune >"$out/tune-$name.log" 2>&1
-    grep -E "tuning|^ +[0-9]+ |bytes|WARN" "$out/tune-$name.log" | tee -a "$out/summary.txt"
-    for i in 1 2 3; do
-        for t in 0 auto; do
-            HIAR_TUNE=$t bench "$np" "$groups" -m host --impl hiar -b 256 -e 1M -f 4 -n 200 -w 20 --csv \
-                2>>"$out/side-$name.log" | sed "s/^/$t,/" >>"$out/side-$name.csv"
-        done
-    done
-    # tune,size_bytes,count,dtype,op,impl,time_us,...: the best time per size of each, and their ratio.
+# The best time per size of HIAR_TUNE=0 and =auto in a CSV of "tune,size_bytes,count,dtype,op,impl,time_us,...".
+compare() {
     printf "  %10s %12s %12s %8s\n" bytes "built-in us" "tuned us" ratio | tee -a "$out/summary.txt"
     awk -F, '$2 ~ /^[0-9]+$/ { k = $1 SUBSEP $2; if (!(k in best) || $7 + 0 < best[k]) best[k] = $7 + 0; sizes[$2] = 1 }
         END { for (s in sizes) { b = best["0" SUBSEP s]; t = best["auto" SUBSEP s]
                   printf "  %10s %12.2f %12.2f %8.3f%s\n", s, b, t, t / b, (t / b > 1.03 ? "  SLOWER" : "") } }' \
-        "$out/side-$name.csv" | sort -n | tee -a "$out/summary.txt"
+        "$1" | sort -n | tee -a "$out/summary.txt"
+}
+modes=host
+nvidia-smi -L >/dev/null 2>&1 && modes="host device"
+modes=${TUNE_MODES:-$modes}        # e.g. TUNE_MODES=device
+IFS=';' read -r -a configs <<<"${TUNE_CONFIGS:-2 ;3 ;4 ;4 0,1|2,3}" # NP GROUPS, ';' apart
+for mode in $modes; do
+    for c in "${configs[@]}"; do
+        np=${c%% *} groups=${c#* }
+        name=$mode-np$np${groups:+-groups}
+        export HIAR_TUNE_CACHE=$out/cache-$name.txt
+        echo "== $name: hiar-bench -m $mode --tune" | tee -a "$out/summary.txt"
+        HIAR_TUNE=1 bench "$np" "$groups" -m $mode --tune >"$out/tune-$name.log" 2>&1
+        grep -E "tuning|^ +[0-9]+ |bytes|WARN|device paths tuned" "$out/tune-$name.log" | tee -a "$out/summary.txt"
+        if [ $mode = host ]; then
+            ladders=("-b 256 -e 1M")
+        else # tuning times bfloat16 and float32: both eager, and bfloat16 in CUDA graphs
+            ladders=("-d bfloat16 -b 1K -e 256M" "-d float32 -b 1K -e 256M" "-d bfloat16 -b 1K -e 16M --graph")
+        fi
+        for l in "${ladders[@]}"; do
+            csv=$out/side-$name-$(echo "$l" | tr -d ' -').csv
+            for i in $(seq "${TUNE_ROUNDS:-3}"); do
+                for t in 0 auto; do
+                    # shellcheck disable=SC2086
+                    HIAR_TUNE=$t bench "$np" "$groups" -m $mode --impl hiar $l -f 4 -n 100 -w 10 --csv \
+                        2>>"$out/side-$name.log" | sed "s/^/$t,/" >>"$csv"
+                done
+            done
+            echo "  $mode $l:" | tee -a "$out/summary.txt"
+            compare "$csv"
+        done
+    done
 done
 unset HIAR_TUNE_CACHE
+if [[ $modes == *device* ]]; then
+    echo "== device canary made to fail: HIAR_TUNE_TEST_FAIL=ipc-pull" | tee -a "$out/summary.txt"
+    HIAR_TUNE_CACHE=$out/cache-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=ipc-pull bench 2 "" -m device --tune \
+        >"$out/tune-fail.log" 2>&1
+    grep -E "WARN|device paths tuned|ipc-pull" "$out/tune-fail.log" | head -5 | tee -a "$out/summary.txt"
+fi
 for t in tune-np2 tune-np4; do
     echo "== tests/mpi/$t.test" | tee -a "$out/summary.txt"
     env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/mpi/$t.test >"$out/$t.log" 2>&1

@@ -109,9 +109,7 @@ static void plan(const hiar_comm_t *comm, hiar_call_t *c)
 
     hiar_comm_plan_input(comm, c->device, hiar_call_bytes(c), &in);
     c->plan = hiar_plan_choose(&in);
-    c->nshards = c->plan.via == HIAR_VIA_DEVICE ? in.device_nshards
-                 : c->plan.via == HIAR_VIA_FLAT ? in.flat_nranks
-                                                : in.host_nshards;
+    c->nshards = hiar_plan_nshards(&in, c->plan);
     HIAR_TRACE(PLAN, "%zu bytes over %d groups: %s, %d shards between groups", in.bytes, in.ngroups,
                hiar_plan_name(c->plan), c->nshards);
 }

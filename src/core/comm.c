@@ -167,6 +167,8 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
     in->tuned = comm->tune.from != HIAR_TUNED_DEFAULTS;
     in->tuned_shm_oneshot_max = comm->tune.limits.shm_oneshot_max;
     in->tuned_hier_oneshot_max = comm->tune.limits.hier_oneshot_max;
+    in->tuned_device = comm->tune.limits.device;
+    in->tuned_device_n = in->tuned ? comm->tune.limits.device_n : 0;
 #ifdef HIAR_HAVE_CUDA
     in->ipc_ll_max = hiar_ipc_oneshot_max();
     /* Device buffers follow the device grouping (topology), host ones the host's. */

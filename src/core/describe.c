@@ -55,6 +55,44 @@ static void describe_table(const hiar_tune_t *t, FILE *out)
     }
 }
 
+/* The device table: us per call of each path timed; '*' the path taken at each size, '-' not timed or dropped. */
+static void describe_dev_table(const hiar_tune_t *t, FILE *out)
+{
+    const hiar_tune_dev_table_t *d = &t->dev;
+    char line[256];
+    size_t n;
+
+    EMIT(out, "  device tuning table (us per call on bfloat16/float32, max over ranks; * the path taken; - not a "
+              "candidate there, or dropped):");
+    n = (size_t)snprintf(line, sizeof(line), "  %10s", "bytes");
+    for (int k = 1; k < HIAR_TUNE_DEV_COUNT && n < sizeof(line); k++)
+        n += (size_t)snprintf(line + n, sizeof(line) - n, " %15s", hiar_tune_dev_name(k));
+    EMIT(out, "%s", line);
+    for (int i = 0; i < d->nsizes; i++) {
+        int taken = t->limits.device[i] == HIAR_TUNE_DEV_BUILTIN ? d->builtin[i] : t->limits.device[i];
+        n = (size_t)snprintf(line, sizeof(line), "  %10zu", hiar_tune_dev_size(i));
+        for (int k = 1; k < HIAR_TUNE_DEV_COUNT && n < sizeof(line); k++) {
+            char cell[32] = "-";
+            if (!d->dropped[k] && d->us[0][k][i] > 0 && d->us[1][k][i] > 0)
+                snprintf(cell, sizeof(cell), "%s%.1f/%.1f", k == taken ? "*" : "", d->us[0][k][i], d->us[1][k][i]);
+            n += (size_t)snprintf(line + n, sizeof(line) - n, " %15s", cell);
+        }
+        EMIT(out, "%s", line);
+    }
+}
+
+/* The device paths a cache or a measurement chose, per ladder size ("builtin": the plan's own). */
+static void describe_dev_choice(const hiar_tune_t *t, FILE *out)
+{
+    char line[400];
+    size_t n = (size_t)snprintf(line, sizeof(line), "  device paths tuned:");
+
+    for (int i = 0; i < t->limits.device_n && n < sizeof(line); i++)
+        n += (size_t)snprintf(line + n, sizeof(line) - n, " %zu:%s", hiar_tune_dev_size(i),
+                              hiar_tune_dev_name(t->limits.device[i]));
+    EMIT(out, "%s", line);
+}
+
 /* Where the crossovers came from: "tuning: cache <path>", "measured in 0.8 s", "built-in thresholds". */
 static void describe_tuning(const hiar_comm_t *comm, FILE *out)
 {
@@ -62,13 +100,20 @@ static void describe_tuning(const hiar_comm_t *comm, FILE *out)
 
     if (t->from == HIAR_TUNED_CACHE)
         EMIT(out, "  tuning: cache %s", t->path);
-    else if (t->from == HIAR_TUNED_MEASURED)
+    else if (t->from == HIAR_TUNED_MEASURED && t->measured)
         EMIT(out, "  tuning: measured in %.2f s (%s up to %zu bytes), cache %s", t->seconds, t->table.names[0],
              t->chosen, t->path[0] ? t->path : "not written");
+    else if (t->from == HIAR_TUNED_MEASURED)
+        EMIT(out, "  tuning: measured in %.2f s (device paths), cache %s", t->seconds,
+             t->path[0] ? t->path : "not written");
     else
         EMIT(out, "  tuning: built-in thresholds (%s)", t->why);
     if (t->measured)
         describe_table(t, out);
+    if (t->from != HIAR_TUNED_DEFAULTS && t->limits.device_n)
+        describe_dev_choice(t, out);
+    if (t->dev_measured)
+        describe_dev_table(t, out);
 }
 
 #ifdef HIAR_HAVE_CUDA

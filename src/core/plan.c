@@ -1,6 +1,7 @@
 /* Path choice per call, and the limits it is made from. */
 #include "base/param.h"
 #include "core/plan.h"
+#include "core/tune_cache.h"
 #include "cuda/api.h"
 
 const char *hiar_plan_name(hiar_plan_t p)
@@ -142,6 +143,49 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     return p;
 }
 
+/* Tuning's path for this message (BUILTIN where none): the automatic choice only, never over a forced limit. */
+static int tuned_choice(const hiar_plan_input_t *in)
+{
+    int i = in->algo == HIAR_ALGO_AUTO && !in->oneshot_max ? hiar_tune_dev_bucket(in->bytes, in->tuned_device_n)
+                                                            : -1;
+    return i < 0 ? HIAR_TUNE_DEV_BUILTIN : in->tuned_device[i];
+}
+
+/* One group's kernel: tuning's where the group can run it at this size (LL within its packet area, pull
+ * over CUDA IPC only), else by size. */
+static hiar_plan_t choose_ipc_tuned(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
+{
+    static const hiar_kernel_t kernel[HIAR_TUNE_DEV_COUNT] = {
+        [HIAR_TUNE_DEV_LL] = HIAR_KERNEL_LL, [HIAR_TUNE_DEV_PUSH] = HIAR_KERNEL_PUSH,
+        [HIAR_TUNE_DEV_PULL] = HIAR_KERNEL_PULL, [HIAR_TUNE_DEV_TWOSHOT] = HIAR_KERNEL_TWOSHOT};
+    hiar_kernel_t k = kernel[tuned_choice(in)];
+
+    if (k == HIAR_KERNEL_NONE || (k == HIAR_KERNEL_LL && in->bytes > in->ipc_ll_max) ||
+        (k == HIAR_KERNEL_PULL && in->pinned))
+        return choose_ipc(in, l);
+    return plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
+}
+
+int hiar_plan_tune_candidate(hiar_plan_t p)
+{
+    static const int of_kernel[] = {[HIAR_KERNEL_LL] = HIAR_TUNE_DEV_LL, [HIAR_KERNEL_PUSH] = HIAR_TUNE_DEV_PUSH,
+                                    [HIAR_KERNEL_TWOSHOT] = HIAR_TUNE_DEV_TWOSHOT,
+                                    [HIAR_KERNEL_PULL] = HIAR_TUNE_DEV_PULL};
+
+    if (p.via == HIAR_VIA_FLAT)
+        return HIAR_TUNE_DEV_FLAT;
+    if (p.via != HIAR_VIA_DEVICE)
+        return HIAR_TUNE_DEV_BUILTIN;
+    if (p.alg == HIAR_ALG_HIER || p.alg == HIAR_ALG_HIER_ONESHOT)
+        return HIAR_TUNE_DEV_HIER;
+    return of_kernel[p.kernel];
+}
+
+int hiar_plan_nshards(const hiar_plan_input_t *in, hiar_plan_t p)
+{
+    return p.via == HIAR_VIA_DEVICE ? in->device_nshards : p.via == HIAR_VIA_FLAT ? in->flat_nranks : in->host_nshards;
+}
+
 /* The one group over the host: the kernel one group of flat_nranks would take (chosen only under HIAR_ALGO=auto). */
 static hiar_plan_t choose_flat(const hiar_plan_input_t *in)
 {
@@ -169,14 +213,18 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
 {
     hiar_plan_limits_t l;
     hiar_alg_t alg;
+    int tuned;
 
     hiar_plan_limits(in, &l);
     if (!in->device)
         return plan_of(choose_alg(in, &l, in->ngroups), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
     alg = choose_alg(in, &l, in->ngroups);
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
-        return choose_ipc(in, &l);
-    if (in->ngroups > 1 && in->algo == HIAR_ALGO_AUTO && in->bytes <= l.device_flat_max)
+        return choose_ipc_tuned(in, &l);
+    /* The group over the host: up to its limit, or where tuning says (not over a HIAR_FLAT_MAX set). */
+    tuned = in->flat_max ? HIAR_TUNE_DEV_BUILTIN : tuned_choice(in);
+    if (in->ngroups > 1 && in->algo == HIAR_ALGO_AUTO && in->flat_nranks &&
+        (tuned == HIAR_TUNE_DEV_FLAT || (tuned != HIAR_TUNE_DEV_HIER && in->bytes <= l.device_flat_max)))
         return choose_flat(in);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
         return choose_between(in, &l);

@@ -80,6 +80,10 @@ typedef struct {
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
     int tuned;          /* the next two hold tuning's crossovers (core/tune.h: the same on every rank) */
     size_t tuned_shm_oneshot_max, tuned_hier_oneshot_max; /* host buffers; 0: never one-shot */
+    /* Device buffers: tuning's path per size of its ladder (core/tune_cache.h hiar_tune_dev_t), for the
+     * automatic choice only; tuned_device_n 0: none.  A path this comm cannot take at a size is not taken. */
+    const unsigned char *tuned_device;
+    int tuned_device_n;
 } hiar_plan_input_t;
 
 /* The defaults and thresholds of a comm, resolved. */
@@ -96,6 +100,12 @@ typedef struct {
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
+
+/* The tuning candidate (core/tune_cache.h hiar_tune_dev_t) a device plan is, BUILTIN for none (staged). */
+int hiar_plan_tune_candidate(hiar_plan_t plan);
+
+/* The shards between groups of the side that runs a plan (hiar_call_t.nshards). */
+int hiar_plan_nshards(const hiar_plan_input_t *in, hiar_plan_t plan);
 
 /* "oneshot", "ipc-ll", "staged twoshot", ...: what the trace and describe say. */
 const char *hiar_plan_name(hiar_plan_t plan);

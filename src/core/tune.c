@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "core/run.h"
 #include "core/tune.h"
+#include "core/tune_device.h"
 #include "net/coll.h"
 
 /* The measurement's time bound, checked after each size of the ladder (one
@@ -247,7 +248,7 @@ static void cache_path(const hiar_comm_t *comm, const char *sig, char *path, siz
 static hiar_result_t load(hiar_comm_t *comm, const char *sig)
 {
     hiar_tune_t *t = &comm->tune;
-    loaded_t got = {HIAR_TUNE_CACHE_ABSENT, 0, {0, 0}, ""};
+    loaded_t got = {HIAR_TUNE_CACHE_ABSENT, 0, {0}, ""};
     int differs;
     char why[3400];
 
@@ -280,14 +281,20 @@ static hiar_result_t load(hiar_comm_t *comm, const char *sig)
     return HIAR_SUCCESS;
 }
 
-/* HIAR_TUNE=1: measure, take the choice, and rank 0 writes the cache (a failed write only WARNs). */
-static hiar_result_t tune_now(hiar_comm_t *comm, const crossover_t *x, const char *sig)
+/* The host crossover, timed (x NULL: none to time; the built-in limits stand). */
+static hiar_result_t tune_host(hiar_comm_t *comm, const crossover_t *x)
 {
     hiar_tune_t *t = &comm->tune;
-    int32_t *send = malloc(hiar_tune_size(HIAR_TUNE_NSIZES - 1)), *recv = malloc(hiar_tune_size(HIAR_TUNE_NSIZES - 1));
-    hiar_result_t rc = send && recv ? HIAR_SUCCESS
-                                    : hiar_error_set(HIAR_NO_MEMORY, "tuning: cannot allocate its buffers");
+    int32_t *send, *recv;
+    hiar_result_t rc;
 
+    t->limits.shm_oneshot_max = HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    t->limits.hier_oneshot_max = HIAR_HIER_ONESHOT_MAX_DEFAULT;
+    if (!x)
+        return HIAR_SUCCESS;
+    send = malloc(hiar_tune_size(HIAR_TUNE_NSIZES - 1));
+    recv = malloc(hiar_tune_size(HIAR_TUNE_NSIZES - 1));
+    rc = send && recv ? HIAR_SUCCESS : hiar_error_set(HIAR_NO_MEMORY, "tuning: cannot allocate its buffers");
     if (rc == HIAR_SUCCESS) {
         memset(send, 0, hiar_tune_size(HIAR_TUNE_NSIZES - 1));
         rc = measure(comm, x, send, recv);
@@ -295,17 +302,33 @@ static hiar_result_t tune_now(hiar_comm_t *comm, const crossover_t *x, const cha
     free(send);
     free(recv);
     HIAR_CHECK(rc);
-    t->limits.shm_oneshot_max = x->hier ? HIAR_SHM_ONESHOT_MAX_DEFAULT : t->chosen;
-    t->limits.hier_oneshot_max = x->hier ? t->chosen : HIAR_HIER_ONESHOT_MAX_DEFAULT;
+    *(x->hier ? &t->limits.hier_oneshot_max : &t->limits.shm_oneshot_max) = t->chosen;
+    if (comm->rank == 0)
+        HIAR_INFO(INIT, "tuning: %s up to %zu bytes (built-in: %zu), measured in %.2f s", t->table.names[0],
+                  t->chosen, x->def, t->seconds);
+    return HIAR_SUCCESS;
+}
+
+/* HIAR_TUNE=1: measure what applies, take the choices, and rank 0 writes the cache (a failed write only WARNs). */
+static hiar_result_t tune_now(hiar_comm_t *comm, const crossover_t *x, int device, const char *sig)
+{
+    hiar_tune_t *t = &comm->tune;
+    double dev_seconds = 0;
+
+    HIAR_CHECK(tune_host(comm, x));
+    if (device)
+        HIAR_CHECK(hiar_tune_device_now(comm, &dev_seconds));
+    t->seconds += dev_seconds;
     t->from = HIAR_TUNED_MEASURED;
     if (comm->rank == 0) {
         cache_path(comm, sig, t->path, sizeof(t->path));
-        if (t->path[0] && hiar_tune_cache_write(t->path, sig, &t->limits, &t->table, t->seconds) != HIAR_SUCCESS) {
+        if (t->path[0] && hiar_tune_cache_write(t->path, sig, &t->limits, t->measured ? &t->table : NULL,
+                                                t->dev_measured ? &t->dev : NULL, t->seconds) != HIAR_SUCCESS) {
             HIAR_WARN(INIT, "tuning: the cache was not written: %s", hiar_last_error());
             t->path[0] = '\0';
         }
-        HIAR_INFO(INIT, "tuning: %s up to %zu bytes (built-in: %zu), measured in %.2f s, cache %s",
-                  t->table.names[0], t->chosen, x->def, t->seconds, t->path[0] ? t->path : "not written");
+        HIAR_INFO(INIT, "tuning: measured in %.2f s (device paths %.2f s), cache %s", t->seconds, dev_seconds,
+                  t->path[0] ? t->path : "not written");
     }
     /* Every rank describes the same cache. */
     return hiar_net_bcast(comm->mpi, t->path, sizeof(t->path), 0);
@@ -315,15 +338,22 @@ hiar_result_t hiar_tune_comm(hiar_comm_t *comm)
 {
     long long mode = hiar_comm_param(comm, HIAR_P_TUNE);
     crossover_t x;
-    char sig[1536];
+    char sig[1536], dev_why[160];
+    int host, device;
 
+    memset(&x, 0, sizeof(x));
     comm->tune.from = HIAR_TUNED_DEFAULTS;
     if (mode == HIAR_TUNE_OFF) {
         snprintf(comm->tune.why, sizeof(comm->tune.why), "HIAR_TUNE=0");
         return HIAR_SUCCESS;
     }
-    if (!crossover_of(comm, &x, comm->tune.why, sizeof(comm->tune.why)))
+    host = crossover_of(comm, &x, comm->tune.why, sizeof(comm->tune.why));
+    device = hiar_tune_device_applies(comm, dev_why, sizeof(dev_why));
+    if (!host && !device) {
+        size_t len = strlen(comm->tune.why);
+        snprintf(comm->tune.why + len, sizeof(comm->tune.why) - len, "; %s", dev_why);
         return HIAR_SUCCESS;
+    }
     HIAR_CHECK(signature_of(comm, sig, sizeof(sig)));
-    return mode == HIAR_TUNE_AUTO ? load(comm, sig) : tune_now(comm, &x, sig);
+    return mode == HIAR_TUNE_AUTO ? load(comm, sig) : tune_now(comm, host ? &x : NULL, device, sig);
 }

@@ -68,6 +68,71 @@ size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def)
     return best;
 }
 
+size_t hiar_tune_dev_size(int i)
+{
+    return HIAR_TUNE_DEV_MIN_BYTES << (2 * i);
+}
+
+int hiar_tune_dev_bucket(size_t bytes, int n)
+{
+    for (int i = 0; i < n && i < HIAR_TUNE_DEV_NSIZES; i++)
+        if (bytes <= 2 * hiar_tune_dev_size(i))
+            return i;
+    return -1;
+}
+
+const char *hiar_tune_dev_name(int k)
+{
+    static const char *const names[HIAR_TUNE_DEV_COUNT] = {"builtin",     "ipc-ll", "ipc-push", "ipc-pull",
+                                                          "ipc-twoshot", "flat",   "hier"};
+    return k >= 0 && k < HIAR_TUNE_DEV_COUNT ? names[k] : NULL;
+}
+
+hiar_dtype_t hiar_tune_dev_dtype(int d)
+{
+    return d == 0 ? HIAR_BFLOAT16 : HIAR_FLOAT32;
+}
+
+static int dev_timed(const hiar_tune_dev_table_t *t, int k, int i)
+{
+    int timed = k > HIAR_TUNE_DEV_BUILTIN && k < HIAR_TUNE_DEV_COUNT && !t->dropped[k];
+
+    for (int d = 0; timed && d < HIAR_TUNE_DEV_NDTYPES; d++)
+        timed = t->us[d][k][i] > 0;
+    return timed;
+}
+
+/* Candidate k's worst ratio over the dtypes at size i, to ref's time (ref < 0: to each dtype's best). */
+static double dev_worst(const hiar_tune_dev_table_t *t, int k, int ref, int i)
+{
+    double worst = 0;
+
+    for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++) {
+        double base = ref >= 0 ? t->us[d][ref][i] : -1;
+        for (int j = 0; ref < 0 && j < HIAR_TUNE_DEV_COUNT; j++)
+            if (dev_timed(t, j, i) && (base < 0 || t->us[d][j][i] < base))
+                base = t->us[d][j][i];
+        worst = t->us[d][k][i] / base > worst ? t->us[d][k][i] / base : worst;
+    }
+    return worst;
+}
+
+void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, unsigned char choice[HIAR_TUNE_DEV_NSIZES])
+{
+    memset(choice, HIAR_TUNE_DEV_BUILTIN, HIAR_TUNE_DEV_NSIZES);
+    for (int i = 0; i < t->nsizes && i < HIAR_TUNE_DEV_NSIZES; i++) {
+        int def = t->builtin[i], ref = dev_timed(t, def, i) ? def : -1, best = -1;
+        double least = ref >= 0 ? 1.0 - HIAR_TUNE_MARGIN : 1e300;
+        for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+            if (k != def && dev_timed(t, k, i) && dev_worst(t, k, ref, i) < least) {
+                least = dev_worst(t, k, ref, i);
+                best = k;
+            }
+        if (best >= 0)
+            choice[i] = (unsigned char)best;
+    }
+}
+
 hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t len)
 {
     char groups[256] = "";
@@ -140,8 +205,22 @@ static void write_table(FILE *f, const hiar_tune_table_t *t)
                 t->dropped[1] ? -1.0 : t->us[1][i]);
 }
 
+static void write_dev_table(FILE *f, const hiar_tune_dev_table_t *t)
+{
+    fprintf(f, "# device bytes, then us per call of each path on each dtype (max over ranks; -1: not a "
+               "candidate there, or dropped), then the built-in path\n");
+    for (int i = 0; i < t->nsizes; i++) {
+        fprintf(f, "# device %zu", hiar_tune_dev_size(i));
+        for (int k = 1; k < HIAR_TUNE_DEV_COUNT; k++)
+            for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+                fprintf(f, " %s/%s=%.2f", hiar_tune_dev_name(k), hiar_dtype_name(hiar_tune_dev_dtype(d)),
+                        t->dropped[k] ? -1.0 : t->us[d][k][i]);
+        fprintf(f, " builtin=%s\n", hiar_tune_dev_name(t->builtin[i]));
+    }
+}
+
 static hiar_result_t write_file(int fd, const char *tmp, const char *signature, const hiar_tune_limits_t *l,
-                                const hiar_tune_table_t *table, double seconds)
+                                const hiar_tune_table_t *table, const hiar_tune_dev_table_t *dev, double seconds)
 {
     FILE *f = fdopen(fd, "w");
     int ok;
@@ -154,8 +233,16 @@ static hiar_result_t write_file(int fd, const char *tmp, const char *signature, 
     fprintf(f, "version %s\nsignature %s\n", hiar_version(), signature);
     fprintf(f, "shm_oneshot_max %zu\nhier_oneshot_max %zu\nmeasured_s %.3f\n", l->shm_oneshot_max,
             l->hier_oneshot_max, seconds);
+    if (l->device_n > 0) {
+        fprintf(f, "device");
+        for (int i = 0; i < l->device_n; i++)
+            fprintf(f, " %s", hiar_tune_dev_name(l->device[i]));
+        fprintf(f, "\n");
+    }
     if (table)
         write_table(f, table);
+    if (dev)
+        write_dev_table(f, dev);
     ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     return ok ? HIAR_SUCCESS
@@ -163,7 +250,8 @@ static hiar_result_t write_file(int fd, const char *tmp, const char *signature, 
 }
 
 hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, const hiar_tune_limits_t *l,
-                                    const hiar_tune_table_t *table, double seconds)
+                                    const hiar_tune_table_t *table, const hiar_tune_dev_table_t *dev,
+                                    double seconds)
 {
     char tmp[1100];
     hiar_result_t rc;
@@ -175,7 +263,7 @@ hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, con
     if (fd < 0)
         return hiar_error_set(HIAR_SYSTEM_ERROR, "cannot create the tuning cache's temporary file %s: %s", tmp,
                               strerror(errno));
-    rc = write_file(fd, tmp, signature, l, table, seconds);
+    rc = write_file(fd, tmp, signature, l, table, dev, seconds);
     if (rc == HIAR_SUCCESS && rename(tmp, path) != 0)
         rc = hiar_error_set(HIAR_SYSTEM_ERROR, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (rc != HIAR_SUCCESS)
@@ -200,6 +288,23 @@ typedef struct {
     hiar_tune_limits_t l;
 } cache_file_t;
 
+/* "device NAME...": a known path name per ladder size, at most the ladder's. */
+static int parse_device(char *value, hiar_tune_limits_t *l)
+{
+    char *save = NULL;
+
+    l->device_n = 0;
+    for (char *w = strtok_r(value, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        int k = 0;
+        while (hiar_tune_dev_name(k) && strcmp(hiar_tune_dev_name(k), w) != 0)
+            k++;
+        if (!hiar_tune_dev_name(k) || l->device_n == HIAR_TUNE_DEV_NSIZES)
+            return 0;
+        l->device[l->device_n++] = (unsigned char)k;
+    }
+    return l->device_n > 0;
+}
+
 /* One "key value" line into c; 0 where it is not one this reader knows, or its value is bad. */
 static int parse_line(char *line, cache_file_t *c)
 {
@@ -217,6 +322,8 @@ static int parse_line(char *line, cache_file_t *c)
         return parse_limit(value, &c->l.shm_oneshot_max) && (c->nlimits |= 1);
     if (strcmp(line, "hier_oneshot_max") == 0)
         return parse_limit(value, &c->l.hier_oneshot_max) && (c->nlimits |= 2);
+    if (strcmp(line, "device") == 0)
+        return parse_device(value, &c->l);
     return strcmp(line, "measured_s") == 0;
 }
 
@@ -255,8 +362,9 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
         snprintf(signature_out, siglen, "%s", c.signature);
     if (bad)
         return ignored(why, whylen, "corrupt at line %d (expected \"key value\": version, signature, "
-                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s)",
-                       n, HIAR_TUNE_LIMIT_MAX);
+                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s, device and up "
+                                    "to %d path names)",
+                       n, HIAR_TUNE_LIMIT_MAX, HIAR_TUNE_DEV_NSIZES);
     if (!c.version[0] || !c.signature[0] || c.nlimits != 3)
         return ignored(why, whylen, "corrupt: it lacks %s",
                        !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit");

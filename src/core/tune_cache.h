@@ -5,10 +5,11 @@
  * signature of what the choice depends on, and the cache file keyed by it.
  * The measurement itself is core/tune.h.
  *
- * Tuned now: host buffers' crossovers, one-shot against two-shot in one
- * group (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
- * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT).  Device candidates (LL,
- * push, pull, two-shot kernels) are not measured yet.
+ * Tuned: host buffers' crossovers, one-shot against two-shot in one group
+ * (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
+ * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT); device buffers' path per
+ * size of their own ladder: one group's kernel (LL, push, pull, two-shot),
+ * or over groups the group over the host against the hierarchical paths.
  */
 #ifndef HIAR_CORE_TUNE_CACHE_H
 #define HIAR_CORE_TUNE_CACHE_H
@@ -31,11 +32,61 @@
 
 typedef enum { HIAR_TUNED_DEFAULTS, HIAR_TUNED_CACHE, HIAR_TUNED_MEASURED } hiar_tune_from_t;
 
+/* Device buffers: a ladder of 1 KB to 256 MB by x4 (10 sizes), and the paths timed on it. */
+#define HIAR_TUNE_DEV_NSIZES 10
+#define HIAR_TUNE_DEV_MIN_BYTES ((size_t)1024)
+typedef enum {
+    HIAR_TUNE_DEV_BUILTIN, /* the plan's built-in choice (core/plan.c) */
+    /* one group's kernels */
+    HIAR_TUNE_DEV_LL,
+    HIAR_TUNE_DEV_PUSH,
+    HIAR_TUNE_DEV_PULL,
+    HIAR_TUNE_DEV_TWOSHOT,
+    /* several groups on one host: the group over the host (its kernel by size), or the hierarchical paths */
+    HIAR_TUNE_DEV_FLAT,
+    HIAR_TUNE_DEV_HIER,
+    HIAR_TUNE_DEV_COUNT
+} hiar_tune_dev_t;
+
 /* The crossovers the plan takes (core/plan.h's tuned_* inputs); 0: never the small path. */
 typedef struct {
     size_t shm_oneshot_max;
     size_t hier_oneshot_max;
+    /* Device buffers: the path at each size of the device ladder (hiar_tune_dev_t; BUILTIN: the plan's
+     * own), for messages nearest that size (hiar_tune_dev_bucket); device_n sizes, 0: none tuned. */
+    unsigned char device[HIAR_TUNE_DEV_NSIZES];
+    int device_n;
 } hiar_tune_limits_t;
+
+/* The dtypes device paths are timed on: the kernels' costs differ by dtype (on one H200, 2 ranks, 1 MB
+ * in a CUDA graph: pull 7.7 us against push's 8.3 on bf16, 9.8 against 7.8 on float32). */
+#define HIAR_TUNE_DEV_NDTYPES 2
+hiar_dtype_t hiar_tune_dev_dtype(int d); /* bfloat16, float32 */
+
+/* The device paths' timings, agreed over the ranks (the max of each rank's best mean). */
+typedef struct {
+    /* [dtype][path][size], us per call; < 0: not timed (no candidate there, or dropped) */
+    double us[HIAR_TUNE_DEV_NDTYPES][HIAR_TUNE_DEV_COUNT][HIAR_TUNE_DEV_NSIZES];
+    int dropped[HIAR_TUNE_DEV_COUNT];                     /* failed the canary: never chosen */
+    unsigned char builtin[HIAR_TUNE_DEV_NSIZES];          /* the plan's built-in path at each size */
+    int nsizes;                                           /* sizes timed (the time bound may stop it early) */
+} hiar_tune_dev_table_t;
+
+/* Device ladder size i; the ladder size whose choice serves a message of bytes (the nearest on a log
+ * scale: (size/2, 2 size]), -1 above the ladder's top or past n sizes. */
+size_t hiar_tune_dev_size(int i);
+int hiar_tune_dev_bucket(size_t bytes, int n);
+/* "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "flat", "hier"; NULL past the end. */
+const char *hiar_tune_dev_name(int k);
+/*
+ * Per size, from an agreed table: of the candidates not dropped and timed
+ * on every dtype, the one whose worst ratio over the dtypes to the
+ * built-in path's time is least, where that ratio is below 1 -
+ * HIAR_TUNE_MARGIN (so it is faster on every dtype); where the built-in
+ * path was dropped or not timed, the one whose worst ratio to each dtype's
+ * best is least; else BUILTIN.
+ */
+void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, unsigned char choice[HIAR_TUNE_DEV_NSIZES]);
 
 /* One crossover's timings, agreed over the ranks (the max of each rank's mean). */
 typedef struct {
@@ -51,6 +102,8 @@ typedef struct {
     hiar_tune_limits_t limits; /* unless from == HIAR_TUNED_DEFAULTS */
     int measured;              /* table holds a measurement (from == HIAR_TUNED_MEASURED) */
     hiar_tune_table_t table;
+    int dev_measured;          /* dev holds a measurement */
+    hiar_tune_dev_table_t dev;
     size_t chosen;             /* the table's chosen limit */
     double seconds;            /* the measurement's */
     char path[512];            /* the cache file read or written ("" if none) */
@@ -96,7 +149,8 @@ hiar_result_t hiar_tune_default_path(const char *signature, char *out, size_t le
  * file); missing folders are made 0700.  table may be NULL.
  */
 hiar_result_t hiar_tune_cache_write(const char *path, const char *signature, const hiar_tune_limits_t *l,
-                                    const hiar_tune_table_t *table, double seconds);
+                                    const hiar_tune_table_t *table, const hiar_tune_dev_table_t *dev,
+                                    double seconds);
 
 typedef enum { HIAR_TUNE_CACHE_ABSENT, HIAR_TUNE_CACHE_IGNORED, HIAR_TUNE_CACHE_LOADED } hiar_tune_cache_t;
 

@@ -11,6 +11,7 @@
 #include "base/param.h"
 #include "base/range.h"
 #include "core/plan.h"
+#include "core/tune_cache.h"
 #include "cuda/api.h"
 
 #define K ((size_t)1024)
@@ -560,4 +561,84 @@ Test(plan, tuned_limits)
     hiar_plan_limits(&in, &l);
     cr_expect_eq(l.hier_oneshot_max, HIAR_HIER_ONESHOT_MAX_DEFAULT);
     cr_expect_eq(l.shm_oneshot_max, HIAR_SHM_ONESHOT_MAX_DEFAULT);
+}
+
+/*
+ * Tuning's device paths (core/tune_cache.h): taken per ladder size where
+ * the comm can run them, never past the ladder, under a forced HIAR_ALGO or
+ * HIAR_ONESHOT_MAX, LL past its packet area, pull over pinned host memory;
+ * over groups the group over the host or the hierarchical paths.
+ */
+Test(plan, tuned_device_paths)
+{
+    unsigned char dev[HIAR_TUNE_DEV_NSIZES];
+    hiar_plan_input_t in = {0};
+
+    memset(dev, HIAR_TUNE_DEV_BUILTIN, sizeof(dev));
+    dev[2] = HIAR_TUNE_DEV_PULL;    /* 16 KB */
+    dev[4] = HIAR_TUNE_DEV_TWOSHOT; /* 256 KB */
+    dev[6] = HIAR_TUNE_DEV_LL;      /* 4 MB: past the LL area */
+    dev[7] = HIAR_TUNE_DEV_PUSH;    /* 16 MB */
+    in.nranks = 2;
+    in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = in.device_nshards = 2;
+    in.device = in.ipc = 1;
+    in.ipc_ll_max = 512 * K;
+    in.tuned_device = dev;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    in.bytes = 16 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PULL), "%s", hiar_plan_name(hiar_plan_choose(&in)));
+    in.bytes = 20 * K; /* nearest 16 KB */
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PULL));
+    in.bytes = 40 * K; /* nearest 64 KB: built-in */
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
+    in.bytes = 256 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT));
+    in.bytes = 4 * M;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "LL past its area: built-in");
+    in.bytes = 16 * M;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.pinned = 1; /* push is the built-in path at 16 MB on 2 ranks too: 4 ranks below */
+    in.bytes = 16 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "no pull over pinned memory");
+    in.pinned = 0;
+    in.algo = HIAR_ALGO_TWOSHOT;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT), "HIAR_ALGO wins");
+    in.algo = HIAR_ALGO_AUTO;
+    in.oneshot_max = 64 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
+    in.oneshot_max = 0;
+    in.tuned_device_n = 2;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "past the sizes tuned: built-in");
+    /* 4 ranks at 16 MB: two-shot built in, push tuned */
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    in.nranks = 4;
+    in.bytes = 16 * M;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.tuned_device_n = 0;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT));
+    /* over 2 groups with the group over the host: flat at 1 MB (above its limit), hier at 4 KB */
+    memset(dev, HIAR_TUNE_DEV_BUILTIN, sizeof(dev));
+    dev[1] = HIAR_TUNE_DEV_HIER;
+    dev[5] = HIAR_TUNE_DEV_FLAT;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    in.ngroups = in.host_ngroups = 2;
+    in.hier_ready = in.between_gpu = 1;
+    in.flat_nranks = 4;
+    in.bytes = 4 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)BETWEEN_LL), "%s", hiar_plan_name(hiar_plan_choose(&in)));
+    in.bytes = 16 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)FLAT(ONESHOT, LL)));
+    in.bytes = M;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)FLAT(ONESHOT, PUSH)), "%s", hiar_plan_name(hiar_plan_choose(&in)));
+    in.flat_max = 4 * K;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_HIER, "HIAR_FLAT_MAX wins");
+    in.flat_max = 0;
+    in.flat_nranks = 0;
+    cr_expect_eq(hiar_plan_choose(&in).alg, HIAR_ALG_HIER, "no group over the host: never flat");
+    /* the candidate of each plan, as tuning maps them back */
+    cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)HIAR_PLAN_IPC_PULL), HIAR_TUNE_DEV_PULL);
+    cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)FLAT(TWOSHOT, TWOSHOT)), HIAR_TUNE_DEV_FLAT);
+    cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)BETWEEN(PUSH, 1)), HIAR_TUNE_DEV_HIER);
+    cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)STAGED(HIER)), HIAR_TUNE_DEV_BUILTIN);
 }

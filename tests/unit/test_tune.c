@@ -2,7 +2,8 @@
  * Tuning's pure parts (src/core/tune_cache.c): the signature, the cache
  * file's round trip and mode, two processes writing it at once, files that are corrupt, of another signature
  * or another hiar version (ignored, with why), and the crossover chosen
- * from a timing table (a tie, a dropped candidate, a partial ladder).
+ * from a timing table (a tie, a dropped candidate, a partial ladder); the
+ * device ladder's buckets, its choice per size, and its cache line.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -83,13 +84,13 @@ static void remove_dir(const char *dir)
 
 Test(tune, cache_round_trip_mode_0600_folders_0700)
 {
-    hiar_tune_limits_t l = {16384, 4096}, got = {0, 0};
+    hiar_tune_limits_t l = {16384, 4096, {0}, 0}, got = {0, 0, {0}, 0};
     char dir[256], path[512], why[256], sig[256];
     struct stat st;
 
     fresh_dir(dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/a/b/tune.txt", dir);
-    cr_assert_eq(hiar_tune_cache_write(path, "hiar=x ranks=2", &l, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
+    cr_assert_eq(hiar_tune_cache_write(path, "hiar=x ranks=2", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
     cr_assert_eq(stat(path, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
     snprintf(path, sizeof(path), "%s/a", dir);
@@ -103,7 +104,7 @@ Test(tune, cache_round_trip_mode_0600_folders_0700)
     cr_expect_str_eq(sig, "hiar=x ranks=2");
     /* Written again over it (a second job): still one whole file, no temporary left. */
     l.shm_oneshot_max = 0;
-    cr_assert_eq(hiar_tune_cache_write(path, "hiar=x ranks=2", &l, NULL, 0.5), HIAR_SUCCESS);
+    cr_assert_eq(hiar_tune_cache_write(path, "hiar=x ranks=2", &l, NULL, NULL, 0.5), HIAR_SUCCESS);
     cr_expect_eq(hiar_tune_cache_read(path, NULL, &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED);
     cr_expect_eq(got.shm_oneshot_max, 0);
     snprintf(path, sizeof(path), "%s/a/b/tune.txt.tmp.%ld", dir, (long)getpid());
@@ -121,10 +122,10 @@ Test(tune, cache_concurrent_writers_leave_one_whole_file)
     snprintf(path, sizeof(path), "%s/tune.txt", dir);
     for (int k = 0; k < 2; k++)
         if ((kids[k] = fork()) == 0) {
-            hiar_tune_limits_t l = {(size_t)(k + 1) * 1024, (size_t)(k + 1) * 1024};
+            hiar_tune_limits_t l = {(size_t)(k + 1) * 1024, (size_t)(k + 1) * 1024, {0}, 0};
             int bad = 0;
             for (int i = 0; i < 200; i++)
-                bad += hiar_tune_cache_write(path, "s", &l, NULL, 0.1) != HIAR_SUCCESS;
+                bad += hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.1) != HIAR_SUCCESS;
             _exit(bad != 0);
         }
     for (int k = 0; k < 2; k++) {
@@ -151,7 +152,7 @@ Test(tune, cache_absent)
 static hiar_tune_cache_t read_text(const char *text, char *why, size_t len)
 {
     char path[256];
-    hiar_tune_limits_t got = {1, 1};
+    hiar_tune_limits_t got = {1, 1, {0}, 0};
     hiar_tune_cache_t rc;
     FILE *f;
 
@@ -294,4 +295,94 @@ Test(tune, choose_on_a_partial_ladder)
     cr_expect_eq(hiar_tune_choose(&t, 65536), 1024);
     t = table(0, a, b);
     cr_expect_eq(hiar_tune_choose(&t, 65536), 65536, "nothing timed: the default");
+}
+
+Test(tune, dev_bucket_is_the_nearest_size)
+{
+    cr_expect_eq(hiar_tune_dev_size(0), 1024);
+    cr_expect_eq(hiar_tune_dev_size(HIAR_TUNE_DEV_NSIZES - 1), (size_t)256 << 20);
+    cr_expect_eq(hiar_tune_dev_bucket(1, HIAR_TUNE_DEV_NSIZES), 0);
+    cr_expect_eq(hiar_tune_dev_bucket(2048, HIAR_TUNE_DEV_NSIZES), 0);
+    cr_expect_eq(hiar_tune_dev_bucket(2049, HIAR_TUNE_DEV_NSIZES), 1);
+    cr_expect_eq(hiar_tune_dev_bucket((size_t)512 << 20, HIAR_TUNE_DEV_NSIZES), HIAR_TUNE_DEV_NSIZES - 1);
+    cr_expect_eq(hiar_tune_dev_bucket(((size_t)512 << 20) + 1, HIAR_TUNE_DEV_NSIZES), -1, "above the ladder");
+    cr_expect_eq(hiar_tune_dev_bucket(64 * 1024, 3), -1, "past the sizes tuned");
+    cr_expect_eq(hiar_tune_dev_bucket(64, 0), -1, "nothing tuned");
+    cr_expect_str_eq(hiar_tune_dev_name(HIAR_TUNE_DEV_PULL), "ipc-pull");
+    cr_expect_null(hiar_tune_dev_name(HIAR_TUNE_DEV_COUNT));
+}
+
+/* Path k's time at size i, the same on every dtype. */
+static void set_both(hiar_tune_dev_table_t *t, int k, int i, double us)
+{
+    for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+        t->us[d][k][i] = us;
+}
+
+/* Sizes 0..4: LL built-in at 5 us; push 4.9 (within the margin), 4.0, 9, and LL not timed at 3. */
+Test(tune, dev_choose_per_size)
+{
+    hiar_tune_dev_table_t t;
+    unsigned char c[HIAR_TUNE_DEV_NSIZES];
+
+    memset(&t, 0, sizeof(t));
+    for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+        for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++)
+            set_both(&t, k, i, -1);
+    t.nsizes = 6;
+    for (int i = 0; i < 6; i++) {
+        t.builtin[i] = HIAR_TUNE_DEV_LL;
+        set_both(&t, HIAR_TUNE_DEV_LL, i, 5.0);
+    }
+    set_both(&t, HIAR_TUNE_DEV_PUSH, 0, 4.9);
+    set_both(&t, HIAR_TUNE_DEV_PUSH, 1, 4.0);
+    set_both(&t, HIAR_TUNE_DEV_PUSH, 2, 9.0);
+    set_both(&t, HIAR_TUNE_DEV_TWOSHOT, 2, 4.5);
+    set_both(&t, HIAR_TUNE_DEV_LL, 3, -1); /* not a candidate there: the best timed one */
+    set_both(&t, HIAR_TUNE_DEV_PUSH, 3, 7.0);
+    /* faster on bfloat16 only: not taken */
+    t.us[0][HIAR_TUNE_DEV_PULL][5] = 3.0;
+    t.us[1][HIAR_TUNE_DEV_PULL][5] = 6.0;
+    hiar_tune_dev_choose(&t, c);
+    cr_expect_eq(c[0], HIAR_TUNE_DEV_BUILTIN, "within the margin the built-in path stays");
+    cr_expect_eq(c[1], HIAR_TUNE_DEV_PUSH);
+    cr_expect_eq(c[2], HIAR_TUNE_DEV_TWOSHOT);
+    cr_expect_eq(c[3], HIAR_TUNE_DEV_PUSH);
+    cr_expect_eq(c[4], HIAR_TUNE_DEV_BUILTIN, "nothing but the built-in path timed");
+    cr_expect_eq(c[5], HIAR_TUNE_DEV_BUILTIN, "faster on one dtype, slower on the other");
+    cr_expect_eq(c[6], HIAR_TUNE_DEV_BUILTIN, "past the sizes timed");
+    t.us[1][HIAR_TUNE_DEV_PULL][5] = 4.8;
+    t.dropped[HIAR_TUNE_DEV_LL] = 1;
+    set_both(&t, HIAR_TUNE_DEV_TWOSHOT, 4, 50.0);
+    hiar_tune_dev_choose(&t, c);
+    cr_expect_eq(c[0], HIAR_TUNE_DEV_PUSH, "a dropped built-in path gives way to any other");
+    cr_expect_eq(c[4], HIAR_TUNE_DEV_TWOSHOT);
+    cr_expect_eq(c[5], HIAR_TUNE_DEV_PULL);
+}
+
+Test(tune, cache_device_line_round_trip_and_corrupt)
+{
+    hiar_tune_limits_t l = {16384, 4096, {HIAR_TUNE_DEV_BUILTIN, HIAR_TUNE_DEV_PULL, HIAR_TUNE_DEV_FLAT}, 3}, got;
+    static const char *const bad[] = {
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll nosuch\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice a b c d e f g h i j k\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat flat flat flat flat flat "
+        "flat flat flat flat flat\n",
+    };
+    char dir[256], path[512], why[512], text[512];
+
+    fresh_dir(dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/tune.txt", dir);
+    cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
+    memset(&got, 0, sizeof(got));
+    cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
+    cr_expect_eq(got.device_n, 3);
+    cr_expect(memcmp(got.device, l.device, 3) == 0);
+    remove_dir(dir);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), bad[i], hiar_version());
+        cr_expect_eq(read_text(text, why, sizeof(why)), HIAR_TUNE_CACHE_IGNORED, "text %zu", i);
+        cr_expect(strstr(why, "corrupt"), "text %zu: %s", i, why);
+    }
 }

@@ -1,0 +1,237 @@
+/*
+ * Tuning of device buffers at creation: every path the plan can take at a
+ * size of the device ladder (one group's LL, push, pull and two-shot
+ * kernels; over groups, the group over the host against the hierarchical
+ * paths) checked on a small sum, timed eagerly on bfloat16 and float32,
+ * agreed, and chosen where faster on both (core/tune_cache.h).
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/wait.h"
+#include "core/plan.h"
+#include "core/run.h"
+#include "core/tune_device.h"
+#include "net/coll.h"
+
+#ifdef HIAR_HAVE_CUDA
+#include "cuda/api.h"
+#include "transport/kernels.h"
+
+/* The whole ladder's time bound, checked after each size (every rank stops after the same one). */
+#define DEV_BUDGET_NS (3000ull * 1000 * 1000)
+/* Timed calls per candidate, size and round: about 64 MB moved, 3 to 200 calls; the best of 3 rounds,
+ * the candidates alternating (as on host buffers). */
+#define DEV_BYTES_PER_ROUND ((size_t)64 << 20)
+#define DEV_ROUNDS 3
+/* The canary: this many int32 of known sums (4 KB: a size every candidate takes). */
+#define DEV_CANARY_COUNT 1024
+
+int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
+{
+    const hiar_gpu_t *gpu = comm->gpu;
+
+    if (!gpu || !hiar_gpu_has_kernels(gpu))
+        snprintf(why, len, "device buffers: no group of GPU kernels");
+    else if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO || hiar_comm_param(comm, HIAR_P_ONESHOT_MAX))
+        snprintf(why, len, "device buffers: HIAR_ALGO or HIAR_ONESHOT_MAX is set");
+    else if (gpu->side.tier.groups.ngroups > 1 && (!gpu->flat.tp || hiar_comm_param(comm, HIAR_P_FLAT_MAX)))
+        snprintf(why, len, "device buffers over groups: %s", gpu->flat.tp ? "HIAR_FLAT_MAX is set"
+                                                                         : "no group over the host");
+    else
+        return 1;
+    return 0;
+}
+
+/* The plan of a call of bytes along candidate k (BUILTIN: the plan's own); *taken: whether it is k. */
+static hiar_plan_t plan_along(const hiar_comm_t *comm, int k, size_t bytes, hiar_plan_input_t *in, int *taken)
+{
+    unsigned char all[HIAR_TUNE_DEV_NSIZES];
+    hiar_plan_t p;
+
+    memset(all, k, sizeof(all));
+    hiar_comm_plan_input(comm, 1, bytes, in);
+    in->tuned_device = all;
+    in->tuned_device_n = k == HIAR_TUNE_DEV_BUILTIN ? 0 : HIAR_TUNE_DEV_NSIZES;
+    p = hiar_plan_choose(in);
+    in->tuned_device = NULL;
+    *taken = hiar_plan_tune_candidate(p) == k;
+    return p;
+}
+
+/* One call of count elements of dtype on device buffers along plan p, on the legacy stream. */
+static hiar_result_t run_along(hiar_comm_t *comm, hiar_plan_t p, const hiar_plan_input_t *in, const void *send,
+                               void *recv, size_t count, hiar_dtype_t dtype)
+{
+    hiar_call_t c = {.sendbuf = send, .recvbuf = recv, .count = count, .esize = hiar_dtype_size(dtype),
+                     .dtype = dtype, .op = HIAR_SUM, .device = 1, .device_known = 1};
+    hiar_wait_t wait = hiar_comm_wait(comm, "tuning");
+
+    c.wait = &wait;
+    c.plan = p;
+    c.nshards = hiar_plan_nshards(in, p);
+    return hiar_run(comm, &c);
+}
+
+/* The canary: candidate k sums known int32 right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
+static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, int *ok)
+{
+    int32_t host[DEV_CANARY_COUNT], n = comm->size;
+    hiar_plan_input_t in;
+    int taken;
+    hiar_plan_t p = plan_along(comm, k, sizeof(host), &in, &taken);
+
+    *ok = 1;
+    if (!taken)
+        return HIAR_SUCCESS; /* not a path at this size: the ladder finds where it is */
+    for (int i = 0; i < DEV_CANARY_COUNT; i++)
+        host[i] = (comm->rank + 1) * (i % 97 + 1);
+    HIAR_CHECK(hiar_cuda_copy(send, host, sizeof(host), NULL));
+    memset(host, 0xff, sizeof(host));
+    HIAR_CHECK(hiar_cuda_copy(recv, host, sizeof(host), NULL));
+    HIAR_CHECK(run_along(comm, p, &in, send, recv, DEV_CANARY_COUNT, HIAR_INT32));
+    HIAR_CHECK(hiar_cuda_copy(host, recv, sizeof(host), NULL));
+    if (comm->rank == 0 && strcmp(comm->params.v[HIAR_P_TUNE_TEST_FAIL].text, hiar_tune_dev_name(k)) == 0)
+        host[DEV_CANARY_COUNT / 2]++;
+    for (int i = 0; i < DEV_CANARY_COUNT; i++)
+        if (host[i] != (i % 97 + 1) * n * (n + 1) / 2)
+            *ok = 0;
+    return HIAR_SUCCESS;
+}
+
+/* Microseconds per call of candidate k on bytes of dtype, the best of this round and *us (< 0: none yet). */
+static hiar_result_t time_along(hiar_comm_t *comm, int k, const void *send, void *recv, size_t bytes,
+                                hiar_dtype_t dtype, double *us)
+{
+    size_t iters = DEV_BYTES_PER_ROUND / bytes, count = bytes / hiar_dtype_size(dtype);
+    hiar_plan_input_t in;
+    int taken;
+    hiar_plan_t p = plan_along(comm, k, bytes, &in, &taken);
+    uint64_t t0;
+    double mean;
+
+    if (!taken)
+        return HIAR_SUCCESS;
+    iters = iters < 3 ? 3 : iters > 200 ? 200 : iters;
+    HIAR_CHECK(run_along(comm, p, &in, send, recv, count, dtype));
+    HIAR_CHECK(hiar_cuda_sync(NULL));
+    HIAR_CHECK(hiar_net_barrier(comm->mpi));
+    t0 = hiar_now_ns();
+    for (size_t i = 0; i < iters; i++)
+        HIAR_CHECK(run_along(comm, p, &in, send, recv, count, dtype));
+    HIAR_CHECK(hiar_cuda_sync(NULL));
+    mean = (double)(hiar_now_ns() - t0) / 1e3 / (double)iters;
+    if (*us < 0 || mean < *us)
+        *us = mean;
+    return HIAR_SUCCESS;
+}
+
+/* The candidates of this comm's device buffers: one group's kernels, or the group over the host and the groups. */
+static int candidates(const hiar_comm_t *comm, int *cand)
+{
+    int n = 0;
+
+    if (comm->gpu->side.tier.groups.ngroups > 1) {
+        cand[n++] = HIAR_TUNE_DEV_FLAT;
+        cand[n++] = HIAR_TUNE_DEV_HIER;
+        return n;
+    }
+    cand[n++] = HIAR_TUNE_DEV_LL;
+    cand[n++] = HIAR_TUNE_DEV_PUSH;
+    if (hiar_gpu_has_ipc(comm->gpu))
+        cand[n++] = HIAR_TUNE_DEV_PULL; /* over CUDA IPC only (core/plan.c) */
+    cand[n++] = HIAR_TUNE_DEV_TWOSHOT;
+    return n;
+}
+
+/* Canaries (agreed: a candidate wrong on any rank is dropped), then the timed ladder, agreed. */
+static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *seconds)
+{
+    enum { N = HIAR_TUNE_DEV_NDTYPES * HIAR_TUNE_DEV_COUNT * HIAR_TUNE_DEV_NSIZES };
+    hiar_tune_dev_table_t *t = &comm->tune.dev;
+    int cand[HIAR_TUNE_DEV_COUNT], ok[HIAR_TUNE_DEV_COUNT], ncand = candidates(comm, cand), stop = 0;
+    uint64_t start = hiar_now_ns();
+    double agreed[N + 1];
+
+    memset(t, 0, sizeof(*t));
+    for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+        for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+            for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++)
+                t->us[d][k][i] = -1.0;
+    for (int c = 0; c < ncand; c++)
+        HIAR_CHECK(canary(comm, cand[c], send, recv, &ok[c]));
+    HIAR_CHECK(hiar_net_min(comm->mpi, ok, ncand));
+    for (int c = 0; c < ncand; c++) {
+        t->dropped[cand[c]] = !ok[c];
+        if (!ok[c] && comm->rank == 0)
+            HIAR_WARN(INIT, "tuning: device path %s gave a wrong sum in its check (%d int32 of known values): "
+                            "dropped", hiar_tune_dev_name(cand[c]), DEV_CANARY_COUNT);
+    }
+    for (t->nsizes = 0; t->nsizes < HIAR_TUNE_DEV_NSIZES && !stop;) {
+        int i = t->nsizes++, taken;
+        hiar_plan_input_t in;
+        t->builtin[i] = (unsigned char)hiar_plan_tune_candidate(
+            plan_along(comm, HIAR_TUNE_DEV_BUILTIN, hiar_tune_dev_size(i), &in, &taken));
+        for (int r = 0; r < DEV_ROUNDS; r++)
+            for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+                for (int c = 0; c < ncand; c++)
+                    if (!t->dropped[cand[c]])
+                        HIAR_CHECK(time_along(comm, cand[c], send, recv, hiar_tune_dev_size(i),
+                                              hiar_tune_dev_dtype(d), &t->us[d][cand[c]][i]));
+        stop = hiar_now_ns() - start > DEV_BUDGET_NS;
+        HIAR_CHECK(hiar_net_max(comm->mpi, &stop, 1));
+    }
+    memcpy(agreed, t->us, sizeof(t->us));
+    agreed[N] = (double)(hiar_now_ns() - start) / 1e9;
+    HIAR_CHECK(hiar_net_max_double(comm->mpi, agreed, N + 1));
+    memcpy(t->us, agreed, sizeof(t->us));
+    *seconds = agreed[N];
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
+{
+    size_t bytes = hiar_tune_dev_size(HIAR_TUNE_DEV_NSIZES - 1);
+    void *send = NULL, *recv = NULL;
+    hiar_result_t rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &send);
+    int ok;
+
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &recv);
+    if (rc == HIAR_SUCCESS) /* zeros: no bf16 bit pattern the LL kernels' marks could mistake */
+        rc = hiar_cuda_zero(send, bytes);
+    ok = rc == HIAR_SUCCESS;
+    rc = hiar_net_min(comm->mpi, &ok, 1);
+    if (rc == HIAR_SUCCESS && ok)
+        rc = measure(comm, send, recv, seconds);
+    else if (rc == HIAR_SUCCESS && comm->rank == 0)
+        HIAR_WARN(INIT, "tuning: device paths keep the built-in choices: 2 x %zu bytes of GPU memory for the "
+                        "timings could not be allocated on some rank", bytes);
+    hiar_cuda_mem_free(send);
+    hiar_cuda_mem_free(recv);
+    if (rc != HIAR_SUCCESS || !ok)
+        return rc;
+    hiar_tune_dev_choose(&comm->tune.dev, comm->tune.limits.device);
+    comm->tune.limits.device_n = comm->tune.dev.nsizes;
+    comm->tune.dev_measured = 1;
+    return HIAR_SUCCESS;
+}
+#else
+int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
+{
+    (void)comm;
+    snprintf(why, len, "device buffers: built without CUDA");
+    return 0;
+}
+
+hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
+{
+    (void)comm;
+    *seconds = 0;
+    return HIAR_SUCCESS;
+}
+#endif

@@ -1,0 +1,17 @@
+/*
+ * Tuning of device buffers at hiar_comm_create (HIAR_TUNE=1): the path per
+ * size of the device ladder (core/tune_cache.h), measured and agreed; the
+ * cache and HIAR_TUNE=auto are core/tune.h's.
+ */
+#ifndef HIAR_CORE_TUNE_DEVICE_H
+#define HIAR_CORE_TUNE_DEVICE_H
+
+#include "core/comm.h"
+
+/* Whether this comm's device buffers have paths to choose between (a pure function of agreed values); else why not. */
+int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len);
+
+/* Collective: measures comm->tune.dev, fills comm->tune.limits.device; *seconds: how long it took. */
+hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds);
+
+#endif
