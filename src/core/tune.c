@@ -134,7 +134,6 @@ static hiar_result_t measure(hiar_comm_t *comm, const crossover_t *x, int32_t *s
 {
     enum { N = HIAR_TUNE_NCAND * HIAR_TUNE_NSIZES };
     hiar_tune_table_t *t = &comm->tune.table;
-    double agreed[N + 1];
     int ok[HIAR_TUNE_NCAND], stop = 0;
     uint64_t start = hiar_now_ns();
     double skew;
@@ -163,11 +162,7 @@ static hiar_result_t measure(hiar_comm_t *comm, const crossover_t *x, int32_t *s
         HIAR_CHECK(hiar_net_max(comm->mpi, &stop, 1));
     }
     /* The one agreement on the timings, and the time it took: every rank then holds the same table. */
-    memcpy(agreed, t->us, sizeof(t->us));
-    agreed[N] = (double)(hiar_now_ns() - start) / 1e9;
-    HIAR_CHECK(hiar_net_max_double(comm->mpi, agreed, N + 1));
-    memcpy(t->us, agreed, sizeof(t->us));
-    comm->tune.seconds = agreed[N];
+    HIAR_CHECK(hiar_tune_agree(comm->mpi, &t->us[0][0], N, start, &comm->tune.seconds));
     comm->tune.chosen = hiar_tune_choose(t, x->def);
     comm->tune.measured = 1;
     return HIAR_SUCCESS;

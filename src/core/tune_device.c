@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -17,6 +18,24 @@
 #include "core/run.h"
 #include "core/tune_device.h"
 #include "net/coll.h"
+
+hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, double *seconds)
+{
+    double *agreed = malloc(sizeof(double) * ((size_t)n + 1));
+    hiar_result_t rc;
+
+    if (!agreed)
+        return hiar_error_set(HIAR_NO_MEMORY, "tuning: cannot allocate the agreement of %d timings", n);
+    memcpy(agreed, us, sizeof(double) * (size_t)n);
+    agreed[n] = (double)(hiar_now_ns() - start) / 1e9;
+    rc = hiar_net_max_double(mpi, agreed, n + 1);
+    if (rc == HIAR_SUCCESS) {
+        memcpy(us, agreed, sizeof(double) * (size_t)n);
+        *seconds = agreed[n];
+    }
+    free(agreed);
+    return rc;
+}
 
 #ifdef HIAR_HAVE_CUDA
 #include "cuda/api.h"
@@ -155,7 +174,6 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
     hiar_tune_dev_table_t *t = &comm->tune.dev;
     int cand[HIAR_TUNE_DEV_COUNT], ok[HIAR_TUNE_DEV_COUNT], ncand = candidates(comm, cand), stop = 0;
     uint64_t start = hiar_now_ns();
-    double agreed[N + 1];
 
     memset(t, 0, sizeof(*t));
     for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
@@ -185,12 +203,7 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
         stop = hiar_now_ns() - start > DEV_BUDGET_NS;
         HIAR_CHECK(hiar_net_max(comm->mpi, &stop, 1));
     }
-    memcpy(agreed, t->us, sizeof(t->us));
-    agreed[N] = (double)(hiar_now_ns() - start) / 1e9;
-    HIAR_CHECK(hiar_net_max_double(comm->mpi, agreed, N + 1));
-    memcpy(t->us, agreed, sizeof(t->us));
-    *seconds = agreed[N];
-    return HIAR_SUCCESS;
+    return hiar_tune_agree(comm->mpi, &t->us[0][0][0], N, start, seconds);
 }
 
 hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)

@@ -6,7 +6,13 @@
 #ifndef HIAR_CORE_TUNE_DEVICE_H
 #define HIAR_CORE_TUNE_DEVICE_H
 
+#include <stdint.h>
+
 #include "core/comm.h"
+
+/* The one agreement of a measurement (the host's and the device's): the max over ranks of n timings and of the
+ * seconds since start, so every rank holds the same table. */
+hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, double *seconds);
 
 /* Whether this comm's device buffers have paths to choose between (a pure function of agreed values); else why not. */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len);

@@ -290,6 +290,15 @@ static void matrix(hiar_comm_t *comm)
  * Back-to-back calls, no synchronisation in between, inputs that change
  * every call, another kernel (a memset) between calls; every result checked.
  */
+/* Every dtype once, each with another op, in place or not, with an offset or not: count + dtype index elements
+ * when spread, else count. */
+static void every_dtype(hiar_comm_t *comm, size_t count, int spread)
+{
+    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
+        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), count + (spread ? (size_t)t : 0), t % 2,
+                 t % 3 == 1);
+}
+
 static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
 {
     enum { NIN = 4, NOUT = 32 };
@@ -884,16 +893,14 @@ int main(int argc, char **argv)
         /* Groups on one host without the group over the host: small messages take the latency path
          * (LL in the group, LL between groups) that the default comm leaves to that group... */
         comm = create("HIAR_FLAT=0");
-        for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
-            one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 4097 + t, t % 2, t % 3 == 1);
+        every_dtype(comm, 4097, 1);
         one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
         stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
         graph(comm, HIAR_FLOAT32, 1000);
         hiar_comm_destroy(comm);
         /* ...and that group at every size: push or two-shot over every rank of the host. */
         comm = create("HIAR_FLAT_MAX=1G");
-        for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
-            one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+        every_dtype(comm, 300007, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, (3 << 20) + 1, 1, 0);
         stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
         graph(comm, HIAR_BFLOAT16, 1 << 20);
@@ -907,16 +914,14 @@ int main(int argc, char **argv)
     hiar_comm_destroy(comm);
     /* Two-shot, which the size rules pick only for more than 2 ranks. */
     comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
-    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
-        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    every_dtype(comm, 300007, 0);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
     graph(comm, HIAR_FLOAT32, 70001);
     hiar_comm_destroy(comm);
     /* The one-shot kernel that reads its peers' inputs (one group; elsewhere as oneshot): every dtype, a few
      * bytes, and 12 MB, whose pieces come round the ring many times. */
     comm = create("HIAR_ALGO=pull");
-    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
-        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    every_dtype(comm, 300007, 0);
     one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
     one_case(comm, HIAR_FLOAT32, HIAR_MAX, 3 << 20, 1, 0);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
@@ -925,8 +930,7 @@ int main(int argc, char **argv)
     /* The same on registered memory: zero copy where offsets match, else the slots. */
     comm = create("HIAR_ALGO=twoshot;HIAR_BUFFER_SIZE=1M");
     registered = 1;
-    for (int t = 0; t < HIAR_DTYPE_COUNT; t++)
-        one_case(comm, (hiar_dtype_t)t, (hiar_op_t)(t % HIAR_OP_COUNT), 300007, t % 2, t % 3 == 1);
+    every_dtype(comm, 300007, 0);
     one_case(comm, HIAR_FLOAT32, HIAR_SUM, 300007, 0, -1);
     one_case(comm, HIAR_BFLOAT16, HIAR_MAX, 4097, 0, 0);
     stress(comm, HIAR_BFLOAT16, 1000003, quick ? 32 : 256);
