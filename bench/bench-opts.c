@@ -409,11 +409,12 @@ int bench_resolve_mode(bench_t *b, char *err)
     int ngpu = 0;
 
 #ifdef HIAR_HAVE_CUDA
-    if (o->mode != MODE_HOST) {
+    if (o->mode != MODE_HOST || o->tune) {
         ngpu = gpu_count();
         MPI_Allreduce(MPI_IN_PLACE, &ngpu, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     }
 #endif
+    b->ngpu = ngpu;
     if (o->mode == MODE_DEVICE && ngpu == 0)
         return bad(err, "-m device: no GPU (cudaGetDeviceCount found none on some rank)");
     b->device = o->mode == MODE_DEVICE || (o->mode == MODE_AUTO && ngpu > 0);

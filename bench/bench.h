@@ -86,6 +86,7 @@ typedef struct {
     options_t opt;
     int rank, nranks;
     int device; /* send/recv are GPU memory */
+    int ngpu;   /* GPUs of the rank with fewest (0 in host mode, but for --tune) */
     size_t esize;
     void *send, *recv; /* recv == send with --inplace */
     void *host;        /* host memory: inputs, results to check, MPI staging */

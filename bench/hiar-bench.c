@@ -465,8 +465,9 @@ static int run_sizes(bench_t *b)
     return status;
 }
 
-/* --tune: a comm (on this rank's GPU in device mode) that measures its choices now and writes the cache;
- * rank 0 prints how it chose. */
+/* --tune: a comm that measures its choices now and writes the cache; rank 0 prints how it chose.  Where
+ * every rank has a GPU (host mode too: the device paths are tuned as well) each takes its own, as an
+ * application's ranks would: timings of ranks crowded on one GPU are no guide for them. */
 static int run_tune(bench_t *b)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
@@ -474,7 +475,7 @@ static int run_tune(bench_t *b)
     hiar_result_t rc;
 
 #ifdef HIAR_HAVE_CUDA
-    if (b->device)
+    if (b->ngpu > 0)
         bench_device_setup(b);
 #endif
     cfg.settings = "HIAR_TUNE=1";

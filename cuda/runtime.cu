@@ -161,8 +161,10 @@ extern "C" hiar_result_t hiar_cuda_zero(void *ptr, size_t bytes)
 {
     cudaError_t err = cudaMemset(ptr, 0, bytes);
 
-    err = err == cudaSuccess ? cudaDeviceSynchronize() : err;
-    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaMemset");
+    if (err != cudaSuccess)
+        return hiar_cuda_error(err, "cudaMemset");
+    err = cudaDeviceSynchronize();
+    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaDeviceSynchronize after cudaMemset");
 }
 
 extern "C" hiar_result_t hiar_cuda_copy(void *dst, const void *src, size_t bytes, void *stream)

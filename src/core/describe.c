@@ -148,8 +148,9 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     else
         EMIT(out, "  device paths: staged through host memory along the host groups");
     if (in.ngroups > 1 && l.device_flat_max)
-        EMIT(out, "  device group over the host: %d ranks, %s; messages up to %zu bytes take its kernel "
-                  "(flat-ll), larger ones the paths above", in.flat_nranks, comm->gpu->flat.why, l.device_flat_max);
+        EMIT(out, "  device group over the host: %d ranks, %s; messages up to %zu bytes take its kernels "
+                  "(flat-ll, or flat-push and flat-twoshot above its LL limit), larger ones the paths above "
+                  "(or where tuning says otherwise)", in.flat_nranks, comm->gpu->flat.why, l.device_flat_max);
     else if (in.ngroups > 1)
         EMIT(out, "  device group over the host: %s", comm->gpu->flat.why);
 }

@@ -199,8 +199,10 @@ static const char *flat_unfit(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
         return "HIAR_ALGO is set";
     if (gpu->side.tier.groups.ngroups < 2)
         return "one group";
-    if (!gpu->between.on_gpu || gpu->pinned)
-        return "the step between groups is not on CUDA IPC";
+    if (!gpu->between.on_gpu)
+        return "the step between groups is not on the GPU";
+    if (gpu->pinned)
+        return "some group or step between groups uses pinned host memory";
     if (env->size > HIAR_IPC_MAX_GROUP)
         return "more than 8 ranks";
     for (int r = 0; r < env->size; r++)
@@ -238,6 +240,8 @@ static hiar_result_t flat_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int 
     cfg.probe_may_fail = 1;
     /* One that cannot be set up (on every rank alike) leaves the hierarchical paths: not a failure of the comm. */
     (void)hiar_side_connect(&gpu->flat, ipc, 1, &cfg);
+    if (!gpu->flat.tp) /* its communicators go now (on every rank: the setup was agreed); its why stays */
+        hiar_side_free(&gpu->flat, HIAR_TEARDOWN_COLLECTIVE);
     if (env->rank == 0)
         HIAR_INFO(IPC, "the group over the host: %s", gpu->flat.why);
     return HIAR_SUCCESS;

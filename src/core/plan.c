@@ -59,7 +59,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
      * message (one launch and one hop instead of the group's kernel and the
      * step between groups); above, the hierarchical paths send each byte
      * between the groups (between PCIe switches) once instead of n - 1 times. */
-    hier = in->flat_nranks ? HIAR_IPC_ONESHOT_BUDGET / (size_t)in->flat_nranks : 0;
+    hier = !in->flat_nranks ? 0 : in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->flat_nranks;
     out->device_flat_max = !in->flat_nranks ? 0
                            : in->flat_max  ? in->flat_max
                                            : (hier < in->ipc_ll_max ? hier : in->ipc_ll_max);

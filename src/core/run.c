@@ -103,10 +103,10 @@ static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    const hiar_side_t *side = c->plan.via == HIAR_VIA_FLAT ? &comm->gpu->flat : &comm->gpu->side;
-
-    return (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT) && c->plan.alg == HIAR_ALG_ONESHOT &&
-           c->plan.kernel == HIAR_KERNEL_LL && hiar_transport_runs_kernels(side->tp) &&
+    if (c->plan.via != HIAR_VIA_DEVICE && c->plan.via != HIAR_VIA_FLAT)
+        return 0;
+    return c->plan.alg == HIAR_ALG_ONESHOT && c->plan.kernel == HIAR_KERNEL_LL &&
+           hiar_transport_runs_kernels(c->plan.via == HIAR_VIA_FLAT ? comm->gpu->flat.tp : comm->gpu->side.tp) &&
            c->norm->hidden * c->esize % 16 == 0;
 #else
     (void)comm;

@@ -188,13 +188,29 @@ static hiar_result_t count_hosts(const hiar_comm_t *comm, int *nhosts)
     return rc;
 }
 
+#ifdef HIAR_HAVE_CUDA
+/* The device grouping's sizes, whether ranks share a GPU, whether there is the group over the host: a
+ * measurement on ranks that share one GPU is no guide where each has its own. */
+static void device_layout(const hiar_gpu_t *gpu, char *out, size_t len)
+{
+    const hiar_grouping_t *d = &gpu->side.tier.groups;
+    size_t n = (size_t)snprintf(out, len, "groups=");
+
+    for (int i = 0; i < d->ngroups && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s%d", i ? "," : "", hiar_group_size(d, i));
+    if (n < len)
+        snprintf(out + n, len - n, " shared=%d flat=%d", gpu->shared_gpu, gpu->flat.tp != NULL);
+}
+#endif
+
 /* This rank's signature (collective: the host count). */
 static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len)
 {
     const hiar_grouping_t *g = &comm->host.tier.groups;
-    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none";
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none", layout[320] = "none";
     int sizes[64], n = 0;
-    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, 0, "shm", "none", mpi, gpu};
+    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, 0, "shm", "none", mpi, gpu,
+                           layout};
 
     for (int i = 0; i < f.ngroups; i++)
         sizes[i] = hiar_group_size(g, i);
@@ -208,6 +224,7 @@ static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len
     if (comm->gpu) {
         f.device_transport = comm->gpu->side.tp ? comm->gpu->side.tp->name : "staged";
         hiar_cuda_device_facts(comm->gpu->device, gpu, sizeof(gpu));
+        device_layout(comm->gpu, layout, sizeof(layout));
     }
 #endif
     return hiar_tune_signature(&f, sig, len);
@@ -313,6 +330,10 @@ static hiar_result_t tune_now(hiar_comm_t *comm, const crossover_t *x, int devic
     HIAR_CHECK(tune_host(comm, x));
     if (device)
         HIAR_CHECK(hiar_tune_device_now(comm, &dev_seconds));
+    if (!t->measured && !t->dev_measured) { /* the device's buffers could not be allocated (WARNed) */
+        snprintf(t->why, sizeof(t->why), "nothing measured: no GPU memory for the device timings");
+        return HIAR_SUCCESS;
+    }
     t->seconds += dev_seconds;
     t->from = HIAR_TUNED_MEASURED;
     if (comm->rank == 0) {
@@ -333,7 +354,7 @@ hiar_result_t hiar_tune_comm(hiar_comm_t *comm)
 {
     long long mode = hiar_comm_param(comm, HIAR_P_TUNE);
     crossover_t x;
-    char sig[1536], dev_why[160];
+    char sig[1536], dev_why[160] = "";
     int host, device;
 
     memset(&x, 0, sizeof(x));
@@ -344,6 +365,10 @@ hiar_result_t hiar_tune_comm(hiar_comm_t *comm)
     }
     host = crossover_of(comm, &x, comm->tune.why, sizeof(comm->tune.why));
     device = hiar_tune_device_applies(comm, dev_why, sizeof(dev_why));
+    /* One answer for every rank (a rank without a GPU says no): what follows is collective. */
+    HIAR_CHECK(hiar_net_min(comm->mpi, &device, 1));
+    if (!device && !dev_why[0])
+        snprintf(dev_why, sizeof(dev_why), "device buffers: not every rank has GPU kernels");
     if (!host && !device) {
         size_t len = strlen(comm->tune.why);
         snprintf(comm->tune.why + len, sizeof(comm->tune.why) - len, "; %s", dev_why);

@@ -142,8 +142,9 @@ hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t 
     for (int g = 0; g < f->ngroups && n < sizeof(groups); g++)
         n += (size_t)snprintf(groups + n, sizeof(groups) - n, "%s%d", g ? "," : "", f->group_sizes[g]);
     /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split. */
-    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s gpu=%s mpi=%s", hiar_version(),
-                 f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->gpu, f->mpi);
+    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) gpu=%s mpi=%s",
+                 hiar_version(), f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->layout,
+                 f->gpu, f->mpi);
     if (w < 0 || (size_t)w >= len || n >= sizeof(groups))
         return hiar_error_set(HIAR_INTERNAL_ERROR, "the tuning signature needs more than %zu bytes", len);
     for (char *c = out; *c; c++)

@@ -132,6 +132,8 @@ typedef struct {
     const char *device_transport; /* "ipc", "pinned", ... or "none" */
     const char *mpi;              /* MPI_Get_library_version's first line */
     const char *gpu;              /* "NVIDIA H200 sm_90 sms=132 driver=13000", "unknown" or "none" */
+    const char *layout;           /* device buffers: "groups=2,2 shared=1 flat=1" (their grouping, GPUs shared by
+                                   * ranks, the group over the host), or "none" */
 } hiar_tune_facts_t;
 
 /* The signature, one line: "hiar=0.1.0 ranks=4 groups=2,2 hosts=1 ...". */

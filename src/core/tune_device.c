@@ -50,17 +50,19 @@ hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, d
 /* The canary: this many int32 of known sums (4 KB: a size every candidate takes). */
 #define DEV_CANARY_COUNT 1024
 
+/* Over groups: the group over the host (agreed at its setup); one group: its kernels (agreed in the group, the comm). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
 {
     const hiar_gpu_t *gpu = comm->gpu;
+    int groups = gpu && gpu->side.tier.groups.ngroups > 1;
 
-    if (!gpu || !hiar_gpu_has_kernels(gpu))
-        snprintf(why, len, "device buffers: no group of GPU kernels");
-    else if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO || hiar_comm_param(comm, HIAR_P_ONESHOT_MAX))
+    if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO || hiar_comm_param(comm, HIAR_P_ONESHOT_MAX))
         snprintf(why, len, "device buffers: HIAR_ALGO or HIAR_ONESHOT_MAX is set");
-    else if (gpu->side.tier.groups.ngroups > 1 && (!gpu->flat.tp || hiar_comm_param(comm, HIAR_P_FLAT_MAX)))
+    else if (groups && (!gpu->flat.tp || hiar_comm_param(comm, HIAR_P_FLAT_MAX)))
         snprintf(why, len, "device buffers over groups: %s", gpu->flat.tp ? "HIAR_FLAT_MAX is set"
                                                                          : "no group over the host");
+    else if (!groups && !hiar_gpu_has_kernels(gpu))
+        snprintf(why, len, "device buffers: no group of GPU kernels");
     else
         return 1;
     return 0;

@@ -14,7 +14,8 @@
  * seconds since start, so every rank holds the same table. */
 hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, double *seconds);
 
-/* Whether this comm's device buffers have paths to choose between (a pure function of agreed values); else why not. */
+/* Whether this comm's device buffers have paths to choose between, else why not; from values agreed at setup
+ * where every rank has a GPU (the caller agrees it over the comm, for ranks without one). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len);
 
 /* Collective: measures comm->tune.dev, fills comm->tune.limits.device; *seconds: how long it took. */

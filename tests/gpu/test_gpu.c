@@ -286,10 +286,6 @@ static void matrix(hiar_comm_t *comm)
             }
 }
 
-/*
- * Back-to-back calls, no synchronisation in between, inputs that change
- * every call, another kernel (a memset) between calls; every result checked.
- */
 /* Every dtype once, each with another op, in place or not, with an offset or not: count + dtype index elements
  * when spread, else count. */
 static void every_dtype(hiar_comm_t *comm, size_t count, int spread)
@@ -299,6 +295,10 @@ static void every_dtype(hiar_comm_t *comm, size_t count, int spread)
                  t % 3 == 1);
 }
 
+/*
+ * Back-to-back calls, no synchronisation in between, inputs that change
+ * every call, another kernel (a memset) between calls; every result checked.
+ */
 static void stress(hiar_comm_t *comm, hiar_dtype_t t, size_t count, int calls)
 {
     enum { NIN = 4, NOUT = 32 };
@@ -783,6 +783,39 @@ static int kill_loop(hiar_comm_t *comm)
     return 1;
 }
 
+/* Whether comm's hiar_comm_describe has a line with both texts (on this rank). */
+static int describes(hiar_comm_t *comm, const char *a, const char *b)
+{
+    FILE *f = tmpfile();
+    char line[2048];
+    int found = 0;
+
+    if (!f || hiar_comm_describe(comm, f) != HIAR_SUCCESS) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    rewind(f);
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, a) && strstr(line, b);
+    fclose(f);
+    return found;
+}
+
+/*
+ * Groups on one host exchanging on the GPU by CUDA IPC also get the group
+ * over the host (HIAR_FLAT), every pair of GPUs mapping each other: here,
+ * ranks on one GPU, it must be there, or the flat paths would go untested
+ * while every case passes through the groups.
+ */
+static void flat_present(hiar_comm_t *comm, int want)
+{
+    char what[96];
+
+    snprintf(what, sizeof(what), "the group over the host %s", want ? "set up" : "absent");
+    record(describes(comm, "device group over the host:", want ? "ranks, ipc" : "none") == 1, what);
+}
+
 static hiar_comm_t *create(const char *settings)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
@@ -890,9 +923,16 @@ int main(int argc, char **argv)
         hiar_comm_destroy(comm);
     }
     if (groups && !hosts) {
+        const char *pinned = getenv("HIAR_PINNED"), *between = getenv("HIAR_BETWEEN");
+        int flat = !(pinned && strcmp(pinned, "1") == 0) && !(between && strcmp(between, "mpi") == 0) &&
+                   nranks <= 8;
+        comm = create(NULL);
+        flat_present(comm, flat);
+        hiar_comm_destroy(comm);
         /* Groups on one host without the group over the host: small messages take the latency path
          * (LL in the group, LL between groups) that the default comm leaves to that group... */
         comm = create("HIAR_FLAT=0");
+        flat_present(comm, 0);
         every_dtype(comm, 4097, 1);
         one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
         stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);

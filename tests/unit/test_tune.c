@@ -19,7 +19,7 @@ static const int sizes22[] = {2, 2};
 
 static void facts(hiar_tune_facts_t *f)
 {
-    hiar_tune_facts_t d = {4, 2, sizes22, 1, "shm", "none", "Open MPI v4.1.6, package: Debian", "none"};
+    hiar_tune_facts_t d = {4, 2, sizes22, 1, "shm", "none", "Open MPI v4.1.6, package: Debian", "none", "none"};
     *f = d;
 }
 
@@ -30,7 +30,8 @@ Test(tune, signature_names_what_the_choice_depends_on)
 
     facts(&f);
     cr_assert_eq(hiar_tune_signature(&f, sig, sizeof(sig)), HIAR_SUCCESS);
-    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none gpu=none", hiar_version());
+    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none layout=(none) gpu=none",
+             hiar_version());
     cr_expect(strstr(sig, want) == sig, "signature %s should start %s", sig, want);
     cr_expect(strstr(sig, "mpi=Open MPI v4.1.6"), "%s", sig);
     f.nhosts = 2;
@@ -366,6 +367,7 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     static const char *const bad[] = {
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll nosuch\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice \n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice a b c d e f g h i j k\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat flat flat flat flat flat "
         "flat flat flat flat flat\n",
@@ -379,6 +381,12 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
     cr_expect_eq(got.device_n, 3);
     cr_expect(memcmp(got.device, l.device, 3) == 0);
+    /* A cache written before device paths were tuned: loaded, none tuned. */
+    l.device_n = 0;
+    cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
+    got.device_n = 5;
+    cr_expect_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
+    cr_expect_eq(got.device_n, 0);
     remove_dir(dir);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), bad[i], hiar_version());
