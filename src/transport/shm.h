@@ -36,9 +36,10 @@ hiar_result_t hiar_shm_oneshot(hiar_shm_t *shm, const void *sendbuf, void *recvb
 
 /*
  * Reduce-scatter: afterwards shard s of the nshards (see shard.h) is reduced
- * over the group in the slot of local rank s % group size.
+ * over the group in the slot of local rank s % group size, and, where
+ * recvbuf is not NULL, in that rank's recvbuf too.
  */
-hiar_result_t hiar_shm_reduce_scatter(hiar_shm_t *shm, const void *sendbuf, size_t count,
+hiar_result_t hiar_shm_reduce_scatter(hiar_shm_t *shm, const void *sendbuf, void *recvbuf, size_t count,
                                       hiar_dtype_t dtype, hiar_op_t op, int nshards, int divisor,
                                       hiar_wait_t *wait);
 
@@ -46,8 +47,8 @@ hiar_result_t hiar_shm_reduce_scatter(hiar_shm_t *shm, const void *sendbuf, size
 void *hiar_shm_shard(hiar_shm_t *shm, size_t count, hiar_dtype_t dtype, int nshards, int s,
                      size_t *shard_count);
 
-/* All-gather: every rank copies every shard from its owner's slot to recvbuf. */
+/* All-gather: every rank copies every shard (but its own where skip_own) from its owner's slot to recvbuf. */
 hiar_result_t hiar_shm_allgather(hiar_shm_t *shm, void *recvbuf, size_t count, hiar_dtype_t dtype,
-                                 int nshards, hiar_wait_t *wait);
+                                 int nshards, int skip_own, hiar_wait_t *wait);
 
 #endif
