@@ -9,7 +9,8 @@
 #      times (device: eager and in CUDA graphs); per size the best of each and
 #      tuned/built-in (the issue wants none above 1.03)
 #   3. tests/mpi/tune-np2.test and tune-np4.test; device: a canary made to
-#      fail (HIAR_TUNE_TEST_FAIL=ipc-pull) drops that path
+#      fail (HIAR_TUNE_TEST_FAIL=ipc-pull) drops that path, and a rank made to
+#      see LL 1000x slower (HIAR_TUNE_TEST_SKEW=1:1000) moves every rank's choice
 # Several ranks on one GPU need CUDA MPS running (CUDA_MPS_* passed on where set).
 # TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3") and TUNE_ROUNDS (3) cut it down.
 # Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
@@ -27,7 +28,7 @@ bench() { # NP GROUPS then hiar-bench's options
     shift 2
     # shellcheck disable=SC2086
     HIAR_GROUPS=$groups timeout 150 mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_GROUPS -x HIAR_TUNE \
-        -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS -x HIAR_TUNE_TEST_FAIL $mps ./bench/hiar-bench "$@"
+        -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS -x HIAR_TUNE_TEST_FAIL -x HIAR_TUNE_TEST_SKEW $mps ./bench/hiar-bench "$@"
 }
 # The best time per size of HIAR_TUNE=0 and =auto in a CSV of "tune,size_bytes,count,dtype,op,impl,time_us,...".
 compare() {
@@ -74,6 +75,12 @@ if [[ $modes == *device* ]]; then
     HIAR_TUNE_CACHE=$out/cache-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=ipc-pull bench 2 "" -m device --tune \
         >"$out/tune-fail.log" 2>&1
     grep -E "WARN|device paths tuned|ipc-pull" "$out/tune-fail.log" | head -5 | tee -a "$out/summary.txt"
+    # Rank 1 sees LL 1000x slower: the agreed (max) table says so for every rank, which then takes push.
+    echo "== device skew: HIAR_TUNE_TEST_SKEW=1:1000 (expected: small sizes tuned to ipc-push or ipc-pull)" |
+        tee -a "$out/summary.txt"
+    HIAR_TUNE_CACHE=$out/cache-skew.txt HIAR_TUNE=1 HIAR_TUNE_TEST_SKEW=1:1000 bench 2 "" -m device --tune \
+        >"$out/tune-skew.log" 2>&1
+    grep -E "WARN|device paths tuned" "$out/tune-skew.log" | head -5 | tee -a "$out/summary.txt"
 fi
 for t in tune-np2 tune-np4; do
     echo "== tests/mpi/$t.test" | tee -a "$out/summary.txt"

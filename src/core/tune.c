@@ -92,24 +92,6 @@ static hiar_result_t canary(hiar_comm_t *comm, const crossover_t *x, int k, int3
     return HIAR_SUCCESS;
 }
 
-/* HIAR_TUNE_TEST_SKEW=RANK:FACTOR: this rank's factor on the small path's timings (1 elsewhere). */
-static hiar_result_t skew_of(const hiar_comm_t *comm, double *factor)
-{
-    const char *text = comm->params.v[HIAR_P_TUNE_TEST_SKEW].text;
-    int rank, used = 0;
-    double f;
-
-    *factor = 1.0;
-    if (!*text)
-        return HIAR_SUCCESS;
-    if (sscanf(text, "%d:%lf%n", &rank, &f, &used) != 2 || text[used] || f <= 0)
-        return hiar_error_set(HIAR_INVALID_ARGUMENT, "HIAR_TUNE_TEST_SKEW=%s: expected RANK:FACTOR, e.g. 1:10",
-                              text);
-    if (rank == comm->rank)
-        *factor = f;
-    return HIAR_SUCCESS;
-}
-
 /* Microseconds per call of alg on bytes, the best of this round and *us (< 0: none yet); one warm-up call first. */
 static hiar_result_t time_alg(hiar_comm_t *comm, hiar_alg_t alg, int32_t *send, int32_t *recv, size_t bytes,
                               double *us)
@@ -138,7 +120,7 @@ static hiar_result_t measure(hiar_comm_t *comm, const crossover_t *x, int32_t *s
     uint64_t start = hiar_now_ns();
     double skew;
 
-    HIAR_CHECK(skew_of(comm, &skew));
+    HIAR_CHECK(hiar_tune_skew(comm, &skew));
     for (int k = 0; k < HIAR_TUNE_NCAND; k++)
         HIAR_CHECK(canary(comm, x, k, send, recv, &ok[k]));
     HIAR_CHECK(hiar_net_min(comm->mpi, ok, HIAR_TUNE_NCAND));

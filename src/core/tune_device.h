@@ -14,6 +14,10 @@
  * seconds since start, so every rank holds the same table. */
 hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, double *seconds);
 
+/* HIAR_TUNE_TEST_SKEW=RANK:FACTOR: this rank's factor on the small-message paths' timings (host: oneshot,
+ * hier-oneshot; device: ipc-ll, flat), 1 on the other ranks. */
+hiar_result_t hiar_tune_skew(const hiar_comm_t *comm, double *factor);
+
 /* Whether this comm's device buffers have paths to choose between, else why not; from values agreed at setup
  * where every rank has a GPU (the caller agrees it over the comm, for ranks without one). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len);
