@@ -923,9 +923,10 @@ int main(int argc, char **argv)
         hiar_comm_destroy(comm);
     }
     if (groups && !hosts) {
-        const char *pinned = getenv("HIAR_PINNED"), *between = getenv("HIAR_BETWEEN");
+        const char *pinned = getenv("HIAR_PINNED"), *between = getenv("HIAR_BETWEEN"), *off = getenv("HIAR_FLAT"),
+                   *algo = getenv("HIAR_ALGO");
         int flat = !(pinned && strcmp(pinned, "1") == 0) && !(between && strcmp(between, "mpi") == 0) &&
-                   nranks <= 8;
+                   !(off && strcmp(off, "0") == 0) && !(algo && strcmp(algo, "auto") != 0) && nranks <= 8;
         comm = create(NULL);
         flat_present(comm, flat);
         hiar_comm_destroy(comm);
