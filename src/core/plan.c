@@ -36,7 +36,10 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                 : in->pinned    ? HIAR_PINNED_LL_MAX
                                 : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
 
-    out->shm_slot = in->slot_bytes ? in->slot_bytes : HIAR_SHM_SLOT_DEFAULT;
+    out->shm_slot = in->slot_bytes             ? in->slot_bytes
+                    : in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
+                    : in->host_nshards <= 4 ? HIAR_SHM_SLOT_MAX / 2
+                                            : HIAR_SHM_SLOT_MIN;
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
     out->pinned_slot = in->slot_bytes ? in->slot_bytes : HIAR_PINNED_SLOT_DEFAULT;
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max

@@ -44,8 +44,14 @@
  * per rank, LL packets and signals (21 MB a rank in a group of 2) live in
  * /dev/shm, which containers often give 64 MB. */
 #define HIAR_PINNED_SLOT_DEFAULT ((size_t)4 << 20)
-/* shm slot bytes when HIAR_BUFFER_SIZE is 0: chunks of 1 MB stay in L2 while reduced. */
-#define HIAR_SHM_SLOT_DEFAULT ((size_t)1 << 20)
+/* shm slot bytes when HIAR_BUFFER_SIZE is 0: 4 MB for groups of 2, 2 MB up
+ * to 4, 1 MB above, so the segment (2 slots a rank) stays at 16 MB, as 8
+ * ranks had with 1 MB (containers often give /dev/shm 64 MB).  On a 2-core
+ * VM, 2 ranks, float32, 3 runs each, hiar / MPI_Allreduce: 4 MB slots
+ * 0.78-0.83 at 4 MB, 0.75-1.08 at 16 MB, 0.44-0.53 at 64 MB; 1 MB slots
+ * 0.91-1.06, 1.02-1.39 (after the copy in was halved: transport/shm.c). */
+#define HIAR_SHM_SLOT_MAX ((size_t)4 << 20)
+#define HIAR_SHM_SLOT_MIN ((size_t)1 << 20)
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
  * 2 H200: 255 GB/s at 1 GB with 32 MB slots, 305 GB/s with 128 MB). */

@@ -642,3 +642,26 @@ Test(plan, tuned_device_paths)
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)BETWEEN(PUSH, 1)), HIAR_TUNE_DEV_HIER);
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)STAGED(HIER)), HIAR_TUNE_DEV_BUILTIN);
 }
+
+/* The shm slot by the largest host group (HIAR_BUFFER_SIZE wins): the segment stays within 16 MB. */
+Test(plan, shm_slot_by_group_size)
+{
+    static const struct {
+        int nshards;
+        size_t want;
+    } cases[] = {{1, 4 * M}, {2, 4 * M}, {3, 2 * M}, {4, 2 * M}, {5, M}, {8, M}, {64, M}};
+    hiar_plan_input_t in = {0};
+    hiar_plan_limits_t l;
+
+    in.nranks = 8;
+    in.ngroups = in.host_ngroups = 1;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        in.host_nshards = cases[i].nshards;
+        hiar_plan_limits(&in, &l);
+        cr_expect_eq(l.shm_slot, cases[i].want, "%d ranks: %zu", cases[i].nshards, l.shm_slot);
+        cr_expect_leq(l.shm_slot * 2 * (size_t)(cases[i].nshards < 8 ? cases[i].nshards : 8), 16 * M);
+    }
+    in.slot_bytes = 64 * K;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.shm_slot, 64 * K, "HIAR_BUFFER_SIZE wins");
+}
