@@ -25,6 +25,16 @@ int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
     return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk && a.between == b.between;
 }
 
+/* The LL kernel's limit for n ranks (a group, the counterparts, the group over the host): HIAR_ONESHOT_MAX, else
+ * 16 KB over pinned host memory, else the budget over n; never past the LL packet area. */
+static size_t ll_limit(const hiar_plan_input_t *in, int n)
+{
+    size_t ll = in->oneshot_max ? in->oneshot_max
+                : in->pinned    ? HIAR_PINNED_LL_MAX
+                                : HIAR_IPC_ONESHOT_BUDGET / (size_t)n;
+    return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
+}
+
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
@@ -32,9 +42,6 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     size_t hier = in->oneshot_max ? in->oneshot_max
                   : in->tuned     ? in->tuned_hier_oneshot_max
                                   : HIAR_HIER_ONESHOT_MAX_DEFAULT;
-    size_t ll = in->oneshot_max ? in->oneshot_max
-                : in->pinned    ? HIAR_PINNED_LL_MAX
-                                : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->nranks;
 
     out->shm_slot = in->slot_bytes             ? in->slot_bytes
                     : in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
@@ -47,25 +54,18 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                            : HIAR_SHM_ONESHOT_MAX_DEFAULT;
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
-    out->ipc_ll_max = ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
+    out->ipc_ll_max = ll_limit(in, in->nranks);
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the
      * largest group and the counterparts; then reduce-scatter, the shards
      * between groups, all-gather (three kernels). */
-    hier = in->oneshot_max ? in->oneshot_max
-           : in->pinned    ? HIAR_PINNED_LL_MAX
-                           : HIAR_IPC_ONESHOT_BUDGET / (size_t)(in->device_nshards > in->ngroups ? in->device_nshards
-                                                                                                  : in->ngroups);
-    out->device_hier_ll_max = hier < in->ipc_ll_max ? hier : in->ipc_ll_max;
+    out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups);
     /* The one group over the host: by default while its LL kernel takes the
      * message (one launch and one hop instead of the group's kernel and the
      * step between groups); above, the hierarchical paths send each byte
      * between the groups (between PCIe switches) once instead of n - 1 times. */
-    hier = !in->flat_nranks ? 0 : in->oneshot_max ? in->oneshot_max : HIAR_IPC_ONESHOT_BUDGET / (size_t)in->flat_nranks;
-    out->device_flat_max = !in->flat_nranks ? 0
-                           : in->flat_max  ? in->flat_max
-                                           : (hier < in->ipc_ll_max ? hier : in->ipc_ll_max);
+    out->device_flat_max = !in->flat_nranks ? 0 : in->flat_max ? in->flat_max : ll_limit(in, in->flat_nranks);
 }
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
@@ -89,6 +89,8 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limit
         k = in->bytes <= l->ipc_ll_max ? HIAR_KERNEL_LL
             : in->bytes <= l->ipc_push_max ? HIAR_KERNEL_PUSH
                                           : HIAR_KERNEL_TWOSHOT;
+    if (in->mixed && k == HIAR_KERNEL_PUSH) /* beside other groups' kernels it takes a whole SM: transport/ipc.c */
+        k = HIAR_KERNEL_TWOSHOT;
     return plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
 }
 
@@ -141,8 +143,6 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
      * 2 MB) and 16 MB (201 against 227). */
     sl.ipc_push_max = HIAR_IPC_PUSH_MAX;
     p.between = choose_ipc(&shard, &sl).kernel;
-    if (in->mixed && p.between == HIAR_KERNEL_PUSH) /* it takes a whole SM: transport/ipc.c */
-        p.between = HIAR_KERNEL_TWOSHOT;
     return p;
 }
 
@@ -199,8 +199,6 @@ static hiar_plan_t choose_flat(const hiar_plan_input_t *in)
     flat.nranks = in->flat_nranks;
     hiar_plan_limits(&flat, &l);
     p = choose_ipc(&flat, &l);
-    if (in->mixed && p.kernel == HIAR_KERNEL_PUSH) /* beside other groups' kernels: transport/ipc.c */
-        p = plan_of(HIAR_ALG_TWOSHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_TWOSHOT);
     p.via = HIAR_VIA_FLAT;
     return p;
 }

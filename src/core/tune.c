@@ -16,8 +16,6 @@
 /* The measurement's time bound, checked after each size of the ladder (one
  * size more may run past it): the whole stays within about 2 s. */
 #define TUNE_BUDGET_NS (1500ull * 1000 * 1000)
-/* The canary: this many int32, whose sums are exact. */
-#define CANARY_COUNT 1024
 /* Timed calls per candidate, size and round: about 16 MB moved, 3 to 300
  * calls.  Rounds alternate the candidates and the best round counts: on a
  * 2-core VM one 50-call sample of a path moved by 16% from run to run. */
@@ -77,18 +75,10 @@ static hiar_result_t run_alg(hiar_comm_t *comm, hiar_alg_t alg, const int32_t *s
 /* *ok: candidate k summed known integers right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
 static hiar_result_t canary(hiar_comm_t *comm, const crossover_t *x, int k, int32_t *send, int32_t *recv, int *ok)
 {
-    int32_t n = comm->size;
-
-    for (int i = 0; i < CANARY_COUNT; i++)
-        send[i] = (comm->rank + 1) * (i % 97 + 1);
-    memset(recv, 0xff, CANARY_COUNT * sizeof(int32_t));
-    HIAR_CHECK(run_alg(comm, x->alg[k], send, recv, CANARY_COUNT));
-    if (comm->rank == 0 && strcmp(comm->params.v[HIAR_P_TUNE_TEST_FAIL].text, comm->tune.table.names[k]) == 0)
-        recv[CANARY_COUNT / 2]++;
-    *ok = 1;
-    for (int i = 0; i < CANARY_COUNT; i++)
-        if (recv[i] != (i % 97 + 1) * n * (n + 1) / 2)
-            *ok = 0;
+    hiar_tune_canary_fill(comm, send);
+    memset(recv, 0xff, HIAR_TUNE_CANARY_COUNT * sizeof(int32_t));
+    HIAR_CHECK(run_alg(comm, x->alg[k], send, recv, HIAR_TUNE_CANARY_COUNT));
+    *ok = hiar_tune_canary_ok(comm, comm->tune.table.names[k], recv);
     return HIAR_SUCCESS;
 }
 
@@ -128,7 +118,7 @@ static hiar_result_t measure(hiar_comm_t *comm, const crossover_t *x, int32_t *s
         t->dropped[k] = !ok[k];
         if (!ok[k] && comm->rank == 0)
             HIAR_WARN(INIT, "tuning: candidate %s gave a wrong sum in its check (%d int32 of known values): "
-                            "dropped", t->names[k], CANARY_COUNT);
+                            "dropped", t->names[k], HIAR_TUNE_CANARY_COUNT);
     }
     for (int i = 0; i < HIAR_TUNE_NSIZES; i++)
         t->us[0][i] = t->us[1][i] = -1.0;

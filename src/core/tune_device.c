@@ -55,6 +55,24 @@ hiar_result_t hiar_tune_skew(const hiar_comm_t *comm, double *factor)
     return HIAR_SUCCESS;
 }
 
+void hiar_tune_canary_fill(const hiar_comm_t *comm, int32_t *values)
+{
+    for (int i = 0; i < HIAR_TUNE_CANARY_COUNT; i++)
+        values[i] = (comm->rank + 1) * (i % 97 + 1);
+}
+
+int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t *sums)
+{
+    int32_t n = comm->size;
+
+    if (comm->rank == 0 && strcmp(comm->params.v[HIAR_P_TUNE_TEST_FAIL].text, candidate) == 0)
+        sums[HIAR_TUNE_CANARY_COUNT / 2]++;
+    for (int i = 0; i < HIAR_TUNE_CANARY_COUNT; i++)
+        if (sums[i] != (i % 97 + 1) * n * (n + 1) / 2)
+            return 0;
+    return 1;
+}
+
 #ifdef HIAR_HAVE_CUDA
 #include "cuda/api.h"
 #include "transport/kernels.h"
@@ -65,8 +83,6 @@ hiar_result_t hiar_tune_skew(const hiar_comm_t *comm, double *factor)
  * the candidates alternating (as on host buffers). */
 #define DEV_BYTES_PER_ROUND ((size_t)64 << 20)
 #define DEV_ROUNDS 3
-/* The canary: this many int32 of known sums (4 KB: a size every candidate takes). */
-#define DEV_CANARY_COUNT 1024
 
 /* Over groups: the group over the host (agreed at its setup); one group: its kernels (agreed in the group, the comm). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
@@ -119,7 +135,7 @@ static hiar_result_t run_along(hiar_comm_t *comm, hiar_plan_t p, const hiar_plan
 /* The canary: candidate k sums known int32 right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
 static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, int *ok)
 {
-    int32_t host[DEV_CANARY_COUNT], n = comm->size;
+    int32_t host[HIAR_TUNE_CANARY_COUNT];
     hiar_plan_input_t in;
     int taken;
     hiar_plan_t p = plan_along(comm, k, sizeof(host), &in, &taken);
@@ -127,18 +143,13 @@ static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, in
     *ok = 1;
     if (!taken)
         return HIAR_SUCCESS; /* not a path at this size: the ladder finds where it is */
-    for (int i = 0; i < DEV_CANARY_COUNT; i++)
-        host[i] = (comm->rank + 1) * (i % 97 + 1);
+    hiar_tune_canary_fill(comm, host);
     HIAR_CHECK(hiar_cuda_copy(send, host, sizeof(host), NULL));
     memset(host, 0xff, sizeof(host));
     HIAR_CHECK(hiar_cuda_copy(recv, host, sizeof(host), NULL));
-    HIAR_CHECK(run_along(comm, p, &in, send, recv, DEV_CANARY_COUNT, HIAR_INT32));
+    HIAR_CHECK(run_along(comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32));
     HIAR_CHECK(hiar_cuda_copy(host, recv, sizeof(host), NULL));
-    if (comm->rank == 0 && strcmp(comm->params.v[HIAR_P_TUNE_TEST_FAIL].text, hiar_tune_dev_name(k)) == 0)
-        host[DEV_CANARY_COUNT / 2]++;
-    for (int i = 0; i < DEV_CANARY_COUNT; i++)
-        if (host[i] != (i % 97 + 1) * n * (n + 1) / 2)
-            *ok = 0;
+    *ok = hiar_tune_canary_ok(comm, hiar_tune_dev_name(k), host);
     return HIAR_SUCCESS;
 }
 
@@ -211,7 +222,7 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
         t->dropped[cand[c]] = !ok[c];
         if (!ok[c] && comm->rank == 0)
             HIAR_WARN(INIT, "tuning: device path %s gave a wrong sum in its check (%d int32 of known values): "
-                            "dropped", hiar_tune_dev_name(cand[c]), DEV_CANARY_COUNT);
+                            "dropped", hiar_tune_dev_name(cand[c]), HIAR_TUNE_CANARY_COUNT);
     }
     for (t->nsizes = 0; t->nsizes < HIAR_TUNE_DEV_NSIZES && !stop;) {
         int i = t->nsizes++, taken;
