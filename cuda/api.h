@@ -67,6 +67,21 @@ hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
  */
 hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(void *), void *arg);
 
+/* Host memory mapped into the device: the host can stop a spinning kernel, a kernel can say it gave up. */
+typedef struct {
+    int abort;  /* set by the host: kernels give up */
+    int status; /* set by a kernel: HIAR_TIMEOUT */
+} hiar_ipc_control_t;
+
+/* Such words, as the host (host) and kernels (dev) address them. */
+typedef struct hiar_cuda_control {
+    hiar_ipc_control_t *host, *dev;
+} hiar_cuda_control_t;
+
+/* Zeroed words in mapped host memory; destroy frees them (twice is safe). */
+hiar_result_t hiar_cuda_control_create(hiar_cuda_control_t *c);
+void hiar_cuda_control_destroy(hiar_cuda_control_t *c);
+
 /*
  * Sets this thread's capture interaction mode (cudaStreamCaptureMode) to
  * relaxed, returning the one it had, for hiar_cuda_capture_mode_restore:
@@ -118,6 +133,15 @@ typedef struct hiar_ipc hiar_ipc_t;
 
 /* Largest message the one-shot (LL) kernel takes. */
 size_t hiar_ipc_oneshot_max(void);
+
+/*
+ * After a transport's setup passed its checks (a probe that timed out must
+ * not fail the comm): its kernels give up, and report, through the comm's
+ * control words, so that once one kernel of the comm gave up every later
+ * one does at once, rather than go on with what the failed one left
+ * (a peer's next step would take stale data for an answer).
+ */
+void hiar_ipc_share_control(hiar_ipc_t *ipc, const hiar_cuda_control_t *comm);
 
 /*
  * Allocates this rank's buffers (4 data slots of slot_bytes, LL packets,
@@ -353,6 +377,8 @@ hiar_result_t hiar_hosts_gpu_slot(hiar_hosts_gpu_t *g, int slot, size_t send_byt
 void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g);
 /* The word that makes running and future kernels give up (host address; the engine's kernel_abort). */
 int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g);
+/* The comm's control words instead of its own (hiar_ipc_share_control), before the engine takes the abort word. */
+void hiar_hosts_gpu_share_control(hiar_hosts_gpu_t *g, const hiar_cuda_control_t *comm);
 /* HIAR_TIMEOUT once a kernel gave up waiting for the thread. */
 hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g);
 void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g);

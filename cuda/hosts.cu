@@ -55,8 +55,8 @@ typedef struct {
 } hosts_turns_t;
 
 struct hiar_hosts_gpu {
-    hiar_ipc_control_t *ctl;     /* mapped host memory: the engine's abort, the kernels' status */
-    hiar_ipc_control_t *ctl_dev; /* the same words as kernels see them */
+    hiar_cuda_control_t own;     /* its own control words */
+    hiar_cuda_control_t ctl;     /* the engine's abort, the kernels' status: own, or the comm's */
     hosts_turns_t *turns;
     uint64_t timeout_ns;
     unsigned blocks;
@@ -226,7 +226,7 @@ extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
     }
     free(g->slots);
     cudaFree(g->turns);
-    cudaFreeHost(g->ctl);
+    hiar_cuda_control_destroy(&g->own);
     free(g);
 }
 
@@ -310,17 +310,16 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
     int device = 0, sms = 0;
     int per_sm = fewest_per_sm([](auto tag) { return hosts_kernel<decltype(tag)>; });
     hosts_turns_t first = {1, 0};
+    hiar_result_t rc;
 
     *out = NULL;
     if (!g)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU side of the step between hosts");
-    if (cudaHostAlloc((void **)&g->ctl, sizeof(*g->ctl), cudaHostAllocMapped) != cudaSuccess) {
+    if ((rc = hiar_cuda_control_create(&g->own)) != HIAR_SUCCESS) {
         free(g);
-        return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of the step between hosts' control words");
+        return rc;
     }
-    memset(g->ctl, 0, sizeof(*g->ctl));
-    if (cudaHostGetDevicePointer((void **)&g->ctl_dev, g->ctl, 0) != cudaSuccess)
-        return create_failed(g, "cudaHostGetDevicePointer of the control words");
+    g->ctl = g->own;
     if (cudaMalloc((void **)&g->turns, sizeof(*g->turns)) != cudaSuccess ||
         cudaMemcpy(g->turns, &first, sizeof(first), cudaMemcpyHostToDevice) != cudaSuccess)
         return create_failed(g, "the step between hosts' turns in device memory");
@@ -340,12 +339,17 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
 
 extern "C" int *hiar_hosts_gpu_abort_word(hiar_hosts_gpu_t *g)
 {
-    return &g->ctl->abort;
+    return &g->ctl.host->abort;
+}
+
+extern "C" void hiar_hosts_gpu_share_control(hiar_hosts_gpu_t *g, const hiar_cuda_control_t *comm)
+{
+    g->ctl = *comm;
 }
 
 extern "C" hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g)
 {
-    volatile const int *status = &g->ctl->status;
+    volatile const int *status = &g->ctl.host->status;
 
     if (*status == HIAR_TIMEOUT)
         return hiar_error_set(HIAR_TIMEOUT, "a kernel of the step between hosts gave up waiting for the MPI step, "
@@ -356,7 +360,7 @@ extern "C" hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g)
 
 extern "C" void hiar_hosts_gpu_abort(hiar_hosts_gpu_t *g)
 {
-    __atomic_store_n(&g->ctl->abort, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->ctl.host->abort, 1, __ATOMIC_RELEASE);
 }
 
 extern "C" unsigned hiar_hosts_gpu_blocks(const hiar_hosts_gpu_t *g)
@@ -374,7 +378,7 @@ extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts
                               "ring, not %d blocks for %d positions", g->blocks, job->blocks, job->ring);
     err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         hosts_kernel<decltype(tag)><<<(unsigned)job->blocks, HIAR_THREADS, 0, stream>>>(
-            *job, g->ctl_dev, g->turns, g->timeout_ns, (int)c->op, c->divisor);
+            *job, g->ctl.dev, g->turns, g->timeout_ns, (int)c->op, c->divisor);
         return cudaGetLastError();
     });
 

@@ -14,7 +14,8 @@ struct hiar_ipc {
     int pinned;                   /* the buffers are the caller's pinned host memory (hiar_ipc_create_pinned) */
     void *segment;                /* pinned: the caller's segment, kept for its teardown */
     size_t segment_bytes;
-    hiar_ipc_control_t *ctl_host; /* mapped: ctl_host on the host is args.ctl on the device */
+    hiar_cuda_control_t own;      /* its own control words */
+    hiar_ipc_control_t *ctl;      /* the words args.ctl points to: own.host, or the comm's (hiar_ipc_share_control) */
 };
 
 size_t hiar_ipc_oneshot_max(void)
@@ -70,9 +71,9 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, int timeout_ms, char *host)
     }
     HIAR_CUDA_CHECK(cudaMalloc((void **)&a->state, sizeof(hiar_ipc_state_t)));
     HIAR_CUDA_CHECK(cudaMemset(a->state, 0, sizeof(hiar_ipc_state_t)));
-    HIAR_CUDA_CHECK(cudaHostAlloc((void **)&ipc->ctl_host, sizeof(hiar_ipc_control_t), cudaHostAllocMapped));
-    memset(ipc->ctl_host, 0, sizeof(hiar_ipc_control_t));
-    HIAR_CUDA_CHECK(cudaHostGetDevicePointer((void **)&a->ctl, ipc->ctl_host, 0));
+    HIAR_CHECK(hiar_cuda_control_create(&ipc->own));
+    ipc->ctl = ipc->own.host;
+    a->ctl = ipc->own.dev;
     HIAR_CUDA_CHECK(cudaDeviceSynchronize());
     return HIAR_SUCCESS;
 }
@@ -254,9 +255,15 @@ extern "C" hiar_result_t hiar_ipc_hier_ll(hiar_ipc_t *group, hiar_ipc_t *const *
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical LL kernel launch");
 }
 
+extern "C" void hiar_ipc_share_control(hiar_ipc_t *ipc, const hiar_cuda_control_t *comm)
+{
+    ipc->ctl = comm->host;
+    ipc->args.ctl = comm->dev;
+}
+
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)
 {
-    volatile const int *status = &ipc->ctl_host->status;
+    volatile const int *status = &ipc->ctl->status;
     if (*status == HIAR_TIMEOUT)
         return hiar_error_set(HIAR_TIMEOUT,
                               "a GPU kernel of an earlier hiar_allreduce gave up: a peer did not "
@@ -267,7 +274,7 @@ extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)
 
 extern "C" void hiar_ipc_abort(hiar_ipc_t *ipc)
 {
-    volatile int *abort_flag = &ipc->ctl_host->abort;
+    volatile int *abort_flag = &ipc->ctl->abort;
     *abort_flag = 1;
 }
 
@@ -291,7 +298,7 @@ extern "C" void hiar_ipc_destroy(hiar_ipc_t *ipc)
     if (!ipc->pinned)
         cudaFree(ipc->args.base[ipc->args.me]);
     cudaFree(ipc->args.state);
-    cudaFreeHost(ipc->ctl_host);
+    hiar_cuda_control_destroy(&ipc->own);
     cudaGetLastError();
     free(ipc);
 }

@@ -41,11 +41,6 @@
 #define HIAR_IPC_SIGNAL_BYTES (2 * HIAR_IPC_MAX_BLOCKS * HIAR_IPC_MAX_RANKS * HIAR_IPC_FLAG_STRIDE + \
                                HIAR_IPC_MAX_RANKS * HIAR_IPC_FLAG_STRIDE)
 
-/* Host memory mapped into the device: the host can stop a spinning kernel. */
-typedef struct {
-    int abort;  /* set by the host: kernels give up */
-    int status; /* set by a kernel: HIAR_TIMEOUT */
-} hiar_ipc_control_t;
 
 /*
  * Per-rank device state (not shared): calls completed, per block index.  64

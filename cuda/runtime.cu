@@ -249,3 +249,27 @@ extern "C" hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing)
     *capturing = status != cudaStreamCaptureStatusNone;
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "cudaStreamIsCapturing");
 }
+
+extern "C" hiar_result_t hiar_cuda_control_create(hiar_cuda_control_t *c)
+{
+    hiar_result_t rc;
+
+    c->host = c->dev = NULL;
+    if (cudaHostAlloc((void **)&c->host, sizeof(*c->host), cudaHostAllocMapped) != cudaSuccess) {
+        c->host = NULL;
+        return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of the kernels' control words");
+    }
+    memset(c->host, 0, sizeof(*c->host));
+    if (cudaHostGetDevicePointer((void **)&c->dev, c->host, 0) == cudaSuccess)
+        return HIAR_SUCCESS;
+    rc = hiar_cuda_error(cudaGetLastError(), "cudaHostGetDevicePointer of the kernels' control words");
+    hiar_cuda_control_destroy(c);
+    return rc;
+}
+
+extern "C" void hiar_cuda_control_destroy(hiar_cuda_control_t *c)
+{
+    if (c->host)
+        cudaFreeHost(c->host);
+    c->host = c->dev = NULL;
+}

@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
@@ -39,6 +39,27 @@ bench_part() {
     run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 16M -e 256M -f 4 -n 5 -w 1
     run bench $m4 $as $bench --impl hiar -b 1K -e 64M -f 4 -n 50 -w 5 --graph
 }
+# Groups on several hosts, as many on each (issue 16, item 4): each host's owners of a shard reduce-scatter it on
+# the GPU, only the parts cross between hosts. 2 hosts of 2 groups of 2 ranks, 3 hosts of 2 such groups.
+# (Groups of one rank each are every rank alone: plain MPI, no step between groups.)
+perhost_tests() {
+    run perhost $mpi -np 8 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7" $as \
+        ./tests/gpu/test_gpu --quick --per-host
+    HIAR_RUN_TIMEOUT=400 run perhost $mpi -np 12 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7|8,9|10,11" \
+        $as ./tests/gpu/test_gpu --quick --per-host
+    run perhost bash tests/gpu/kill.sh $mpi -np 8 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7" $as
+}
+# Side by side: the same comm with every group over MPI (HIAR_BETWEEN=mpi, as before), eager and graphs.
+perhost_bench() {
+    local b="$bench --impl hiar -b 1K -e 64M -f 4 -n 20 -w 3"
+    for groups in "8 0,1|2,3|4,5|6,7 4"; do
+        set -- $groups
+        for between in auto mpi; do
+            run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between $as $b
+            run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between $as $b --graph
+        done
+    done
+}
 # The MPI on device memory: Open MPI with --mca pml ucx over the CUDA UCX unpacked from $UCX_TAR.
 ucx_part() {
     [ -n "${UCX_TAR:-}" ] || return 0
@@ -71,6 +92,9 @@ replays) run tests $m4 $as ./tests/gpu/test_gpu --replays 1000 ;;
 tests) tests_part ;;
 bench) bench_part ;;
 ucx) ucx_part ;;
-*) tests_part; bench_part; ucx_part ;;
+perhost) perhost_tests; perhost_bench ;;
+perhost-tests) perhost_tests ;;
+perhost-bench) perhost_bench ;;
+*) tests_part; perhost_tests; bench_part; ucx_part ;;
 esac
 echo quit | nvidia-cuda-mps-control

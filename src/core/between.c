@@ -1,6 +1,7 @@
 /* The step between groups on the GPU: one CUDA IPC group per owned shard, made of its counterparts. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,21 +18,34 @@ static int owner_in(const hiar_grouping_t *g, int grp, int s)
     return g->members[g->start[grp] + s % hiar_group_size(g, grp)];
 }
 
-/* Why the counterparts of some shard cannot exchange on the GPU; NULL if every shard's can (the same on every rank). */
-static const char *unfit(const hiar_tier_t *t, const hiar_topo_fact_t *facts)
+/*
+ * Why the counterparts of some shard cannot exchange on the GPU; NULL if
+ * every shard's can: on one host, or (*per_host groups on each) within each
+ * host.  The same on every rank.
+ */
+static const char *unfit(const hiar_tier_t *t, const hiar_topo_fact_t *facts, int *per_host)
 {
     const hiar_grouping_t *g = &t->groups;
+    int spans = 0, n;
 
-    if (g->ngroups > HIAR_IPC_MAX_GROUP)
-        return "more than 8 groups";
+    *per_host = 0;
     for (int s = 0; s < t->nshards; s++)
         for (int grp = 0; grp < g->ngroups; grp++) {
             const hiar_topo_fact_t *f = &facts[owner_in(g, grp, s)], *first = &facts[owner_in(g, 0, s)];
             if (!f->pci.bus_id[0])
                 return "a rank has no GPU";
-            if (!hiar_topo_same_host(f, first))
-                return "the groups span hosts";
+            spans |= !hiar_topo_same_host(f, first);
         }
+    if (!spans)
+        return g->ngroups > HIAR_IPC_MAX_GROUP ? "more than 8 groups" : NULL;
+    n = hiar_topo_groups_per_host(facts, g);
+    if (n == 1)
+        return "the groups span hosts, one on each";
+    if (n == 0)
+        return "the groups span hosts unevenly: groups of different sizes, or hosts with different numbers of them";
+    if (n > HIAR_IPC_MAX_GROUP)
+        return "more than 8 groups on a host";
+    *per_host = n;
     return NULL;
 }
 
@@ -47,6 +61,59 @@ static void counterparts(const hiar_tier_t *t, int s, hiar_tier_t *out)
     out->group_comm = t->shard_comm[s]; /* borrowed: the device tier frees it */
 }
 
+/*
+ * per_host: shard s's counterparts on this host as a tier of their own (rank
+ * i of it: the i-th of their groups; part i of the shard is its), and the
+ * owners of this rank's part on every host (b->hosts, by host).  Both
+ * communicators are b's.
+ */
+static hiar_result_t per_host_tiers(hiar_between_t *b, const hiar_tier_t *t, const hiar_topo_fact_t *facts, int s)
+{
+    int host = hiar_topo_host_label(facts, t->rank), part = 0;
+    hiar_tier_t *side = &b->shard[s].tier, *h = &b->hosts;
+
+    for (int grp = 0; grp < t->group; grp++)
+        part += hiar_topo_same_host(&facts[owner_in(&t->groups, grp, s)], &facts[t->rank]);
+    h->rank = t->rank;
+    h->group = s;
+    h->local = part;
+    HIAR_MPI_CHECK(MPI_Comm_split(t->shard_comm[s], host, t->group, &h->group_comm));
+    HIAR_MPI_CHECK(MPI_Comm_split(t->shard_comm[s], part, host, &h->shard_comm[part]));
+    *side = *h;
+    side->nshards = 1;
+    side->shard_comm = NULL; /* borrowed group_comm: b->hosts frees it */
+    return HIAR_SUCCESS;
+}
+
+/* per_host: the links of the parts, allocated before any split (a rank that could not would leave the others
+ * waiting in it). */
+static int per_host_alloc(hiar_between_t *b, int per_host)
+{
+    hiar_tier_t *h = &b->hosts;
+
+    h->group_comm = MPI_COMM_NULL;
+    if (!(h->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)per_host)))
+        return 0;
+    h->local_size = h->nshards = per_host;
+    for (int i = 0; i < per_host; i++)
+        h->shard_comm[i] = MPI_COMM_NULL;
+    return 1;
+}
+
+/* per_host: the communicators of its tiers (the device tier's elsewhere). */
+static void free_per_host(hiar_between_t *b, int keep_mpi)
+{
+    hiar_tier_t *h = &b->hosts;
+
+    for (int i = 0; !keep_mpi && h->shard_comm && i < h->nshards; i++)
+        if (h->shard_comm[i] != MPI_COMM_NULL)
+            MPI_Comm_free(&h->shard_comm[i]);
+    if (!keep_mpi && h->shard_comm && h->group_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&h->group_comm);
+    free(h->shard_comm);
+    memset(h, 0, sizeof(*h));
+}
+
 #define BETWEEN_SLOT_MIN ((size_t)1 << 20)
 
 static size_t between_slot(size_t group_slot, int nshards)
@@ -57,10 +124,11 @@ static size_t between_slot(size_t group_slot, int nshards)
 
 /*
  * Every owned shard, in shard order on every rank (each setup is collective
- * over its counterparts): CUDA IPC, else pinned host memory (only that with
- * pinned).
+ * over its counterparts, per_host over those on one host): CUDA IPC, else
+ * pinned host memory (only that with pinned).
  */
-static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_transport_config_t *cfg, int pinned)
+static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_topo_fact_t *facts,
+                          const hiar_transport_config_t *cfg, int pinned, int per_host)
 {
     static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_pinned};
     hiar_transport_config_t c = *cfg;
@@ -76,10 +144,19 @@ static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_tr
         hiar_side_t *side = &b->shard[s];
         if (!hiar_tier_owns(t, s))
             continue;
-        counterparts(t, s, &side->tier);
+        if (per_host && per_host_tiers(b, t, facts, s) != HIAR_SUCCESS) {
+            snprintf(b->why, sizeof(b->why), "mpi (shard %d: %s)", s, hiar_last_error());
+            ok = 0;
+            continue;
+        }
+        if (!per_host)
+            counterparts(t, s, &side->tier);
         if (hiar_side_connect(side, candidates + pinned, 2 - pinned, &c) != HIAR_SUCCESS || !side->tp) {
             snprintf(b->why, sizeof(b->why), "mpi (shard %d: %s)", s, side->why);
             ok = 0;
+        } else if (per_host) {
+            size_t slot = side->tp == &hiar_transport_ipc ? c.slot_bytes : c.pinned_slot_bytes;
+            b->part_chunk = hiar_ipc_chunk_bytes(slot, per_host, per_host);
         }
     }
     return ok;
@@ -94,7 +171,11 @@ static void describe(hiar_between_t *b, const hiar_tier_t *t)
         ipc += b->shard[s].tp == &hiar_transport_ipc;
         pinned += b->shard[s].tp == &hiar_transport_pinned;
     }
-    snprintf(b->why, sizeof(b->why), "on the GPU: %s", ipc && !pinned ? "ipc (P2P verified between the counterparts "
+    snprintf(b->why, sizeof(b->why), "%s: %s",
+             b->per_host ? "within each host on the GPU (the owners of a shard on a host reduce-scatter it, each "
+                           "part crosses between the hosts over MPI among its owners, then they all-gather it)"
+                         : "on the GPU",
+             ipc && !pinned ? "ipc (P2P verified between the counterparts "
                                                                        "of this rank's shards)"
                                                       : !ipc ? "pinned host memory (kernels read and write a shared "
                                                                "segment registered with CUDA)"
@@ -102,12 +183,22 @@ static void describe(hiar_between_t *b, const hiar_tier_t *t)
                                                                "memory for others");
 }
 
+/* per_host: the counterparts' chunk, the same on every rank (parts must match between hosts). */
+static hiar_result_t agree_part_chunk(hiar_between_t *b, MPI_Comm mpi)
+{
+    long long v = b->part_chunk ? (long long)b->part_chunk : LLONG_MAX, lo, hi;
+
+    HIAR_CHECK(hiar_net_bounds(mpi, &v, &lo, &hi, 1));
+    b->part_chunk = (size_t)lo;
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
                                  const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
                                  int pinned)
 {
-    const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts);
-    int ok;
+    int per_host = 0, ok;
+    const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts, &per_host);
 
     memset(b, 0, sizeof(*b));
     b->nshards = t->nshards;
@@ -119,25 +210,28 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
     }
     /* Agreed before any set of counterparts starts its collective setup. */
     b->shard = calloc((size_t)t->nshards, sizeof(*b->shard));
-    ok = b->shard != NULL;
+    ok = b->shard != NULL && (!per_host || per_host_alloc(b, per_host));
     if (!ok)
         snprintf(b->why, sizeof(b->why), "mpi (cannot allocate the step between %d groups)", t->groups.ngroups);
     HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
     if (ok) {
-        ok = connect_shards(b, t, cfg, pinned);
+        ok = connect_shards(b, t, facts, cfg, pinned, per_host);
         HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
     }
+    if (ok && per_host)
+        HIAR_CHECK(agree_part_chunk(b, mpi));
     if (!ok) {
         if (!b->why[0])
             snprintf(b->why, sizeof(b->why), "mpi (neither CUDA IPC nor pinned host memory could connect the counterparts of another rank)");
         if (t->rank == 0)
-            HIAR_WARN(IPC, "the step between groups goes over MPI through pinned host memory, blocking and not "
-                           "capturable: %s", b->why);
+            HIAR_WARN(IPC, "the step between groups goes over MPI through pinned host memory%s: %s",
+                      per_host ? "" : ", blocking and not capturable", b->why);
         hiar_between_free(b, HIAR_TEARDOWN_COLLECTIVE);
         b->nshards = t->nshards;
         return HIAR_SUCCESS;
     }
-    b->on_gpu = 1;
+    b->on_gpu = !per_host;
+    b->per_host = per_host > 0;
     describe(b, t);
     return HIAR_SUCCESS;
 }
@@ -147,9 +241,10 @@ void hiar_between_free(hiar_between_t *b, int flags)
     for (int s = 0; b->shard && s < b->nshards; s++)
         if (b->shard[s].tp)
             b->shard[s].tp->teardown(b->shard[s].state, &b->shard[s].tier, flags);
+    free_per_host(b, flags & HIAR_TEARDOWN_KEEP);
     free(b->shard);
     b->shard = NULL;
-    b->on_gpu = 0;
+    b->on_gpu = b->per_host = 0;
 }
 
 int hiar_between_pinned(const hiar_between_t *b)
@@ -189,6 +284,14 @@ hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, 
         sets[n++] = b->shard[s].state;
     }
     return hiar_ipc_hier_ll(g, sets, n, c);
+}
+
+hiar_result_t hiar_between_part(hiar_between_t *b, int s, const hiar_call_t *c, hiar_step_t step)
+{
+    hiar_side_t *side = &b->shard[s];
+
+    HIAR_ASSERT(b->per_host && c->nshards == b->hosts.nshards && c->plan.chunk == b->part_chunk);
+    return side->tp->run(side->state, &side->tier, c, step);
 }
 
 hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c)

@@ -7,9 +7,17 @@
  * counterparts, the all-gather in the group.  Nothing waits on the host, so
  * the call returns at once and can be captured in a CUDA graph.
  *
- * Every shard's counterparts must share a host and pass the P2P probe, and
- * every group must have IPC or one rank; otherwise (agreed by every rank of
- * the comm) the step goes over MPI through pinned host memory (core/hier.c).
+ * Where the groups span hosts, the same number of groups of one size on
+ * every host, the step splits in two (per_host): shard s's counterparts on
+ * one host form that group, reduce-scatter the shard among themselves (a
+ * part each), the owners of a part on every host allreduce it over MPI
+ * (core/hosts.h, or blocking), and the counterparts all-gather the parts.
+ * So each byte of a shard leaves its host once, not once per group there.
+ *
+ * Otherwise every shard's counterparts must share a host and pass the P2P
+ * probe, and every group must have IPC or one rank; else (agreed by every
+ * rank of the comm) the step goes over MPI through pinned host memory
+ * (core/hier.c).
  */
 #ifndef HIAR_CORE_BETWEEN_H
 #define HIAR_CORE_BETWEEN_H
@@ -18,8 +26,17 @@
 
 typedef struct {
     int on_gpu;         /* agreed over the comm: every shard's counterparts exchange on the GPU */
+    int per_host;       /* agreed: the groups of each host on the GPU, then the hosts over MPI (above) */
     int nshards;
-    hiar_side_t *shard; /* [nshards]; shard s's counterparts, tp NULL where this rank owns no s */
+    hiar_side_t *shard; /* [nshards]; shard s's counterparts (per_host: on this host), tp NULL where this rank owns no s */
+    /*
+     * per_host: the parts of this rank's shard, one per counterpart on a
+     * host (nshards of them, local the one it owns); shard_comm[local]: the
+     * owners of that part on every host, by host.  The step between hosts
+     * runs on it as on a device tier.
+     */
+    hiar_tier_t hosts;
+    size_t part_chunk;  /* per_host: the counterparts' reduce-scatter chunk (agreed over the comm) */
     char why[400];      /* the transport between groups and why */
 } hiar_between_t;
 
@@ -43,6 +60,14 @@ int hiar_between_pinned(const hiar_between_t *b);
 /* HIAR_TIMEOUT once a kernel between groups gave up waiting. */
 hiar_result_t hiar_between_status(const hiar_between_t *b);
 void hiar_between_abort(hiar_between_t *b);
+
+/*
+ * per_host: the halves around the step between hosts, on shard s's
+ * counterparts on this host: HIAR_STEP_REDUCE_SCATTER leaves this rank's
+ * part of c (undivided) in c->recvbuf, HIAR_STEP_ALLGATHER completes c from
+ * every counterpart's part; c is the shard, in place in the output.
+ */
+hiar_result_t hiar_between_part(hiar_between_t *b, int s, const hiar_call_t *c, hiar_step_t step);
 
 /* Allreduce of c (its plan's kernel) among the counterparts of shard s, which this rank owns. */
 hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c);

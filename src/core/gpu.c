@@ -123,7 +123,8 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
                                    .on_gpu = on_gpu,
                                    .mixed = gpu->mixed,
                                    .host_run = env->host_run,
-                                   .host_arg = env->host_arg};
+                                   .host_arg = env->host_arg,
+                                   .control = &gpu->control};
     return cfg;
 }
 
@@ -177,9 +178,13 @@ static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int
                                .timeout_ms = (int)env->params->v[HIAR_P_TIMEOUT_MS].num,
                                .sharers = on_gpu > 0 ? (unsigned)on_gpu : 1u,
                                .device = gpu->device,
-                               .abort = env->abort};
+                               .abort = env->abort,
+                               .control = &gpu->control};
 
-    HIAR_CHECK(hiar_hosts_setup(env->mpi, &gpu->side.tier, &cfg, &gpu->hosts, gpu->hosts_why, sizeof(gpu->hosts_why)));
+    /* Groups of several hosts, as many on each: only the parts of the shards cross between hosts. */
+    const hiar_tier_t *t = gpu->between.per_host ? &gpu->between.hosts : &gpu->side.tier;
+
+    HIAR_CHECK(hiar_hosts_setup(env->mpi, t, &cfg, &gpu->hosts, gpu->hosts_why, sizeof(gpu->hosts_why)));
     if (env->mpi_device && !forced && gpu->hosts) {
         size_t len = strlen(gpu->hosts_why);
         snprintf(gpu->hosts_why + len, sizeof(gpu->hosts_why) - len,
@@ -199,6 +204,8 @@ static const char *flat_unfit(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
         return "HIAR_ALGO is set";
     if (gpu->side.tier.groups.ngroups < 2)
         return "one group";
+    if (gpu->between.per_host)
+        return "the groups span hosts";
     if (!gpu->between.on_gpu)
         return "the step between groups is not on the GPU";
     if (gpu->pinned)
@@ -293,6 +300,14 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     return HIAR_SUCCESS;
 }
 
+/* The comm's control words, agreed: a rank without them would leave the others waiting in the setup. */
+static hiar_result_t control_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
+{
+    hiar_result_t rc = gpu->device < 0 ? HIAR_SUCCESS : hiar_cuda_control_create(&gpu->control);
+
+    return hiar_net_agree(env->mpi, rc, "the kernels' control words");
+}
+
 hiar_result_t hiar_gpu_create(const hiar_gpu_env_t *env, hiar_gpu_t **out)
 {
     hiar_gpu_t *gpu = calloc(1, sizeof(*gpu));
@@ -301,7 +316,9 @@ hiar_result_t hiar_gpu_create(const hiar_gpu_env_t *env, hiar_gpu_t **out)
     if (!gpu)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the GPU state");
     hiar_cuda_current_device(&gpu->device, gpu->bus_id);
-    rc = gpu_setup(env, gpu);
+    rc = control_setup(env, gpu);
+    if (rc == HIAR_SUCCESS)
+        rc = gpu_setup(env, gpu);
     if (rc != HIAR_SUCCESS || gpu->device < 0) {
         hiar_gpu_destroy(gpu, rc == HIAR_SUCCESS ? HIAR_TEARDOWN_COLLECTIVE : 0);
         gpu = NULL;
@@ -338,6 +355,7 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
     hiar_reg_clear(&gpu->reg, &g, flags & HIAR_TEARDOWN_COLLECTIVE);
     hiar_transport_staged.teardown(gpu->staged, &gpu->side.tier, flags);
     hiar_side_free(&gpu->side, flags);
+    hiar_cuda_control_destroy(&gpu->control); /* after every kernel that could read it */
     free(gpu->facts);
     free(gpu);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "core/between.h"
+#include "cuda/api.h"
 #include "core/hosts.h"
 #include "core/groups.h"
 #include "core/reg.h"
@@ -18,6 +19,7 @@
 typedef struct hiar_gpu {
     int device;
     char bus_id[32];
+    hiar_cuda_control_t control; /* every kernel's of the comm: one gives up, all do (cuda/api.h) */
     hiar_topo_fact_t *facts; /* [comm size] every rank's topology facts */
     hiar_side_t side;        /* grouping of device buffers, annotated; ipc or self */
     void *staged;            /* the staged transport's state (hiar_transport_staged) */

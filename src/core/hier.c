@@ -107,6 +107,34 @@ static hiar_result_t gpu_between(hiar_comm_t *comm, const hiar_call_t *c, size_t
 }
 
 /*
+ * Groups on several hosts, as many on each (core/between.h, per_host): shard
+ * s's counterparts on this host reduce-scatter it on the GPU, a part each;
+ * the owners of this rank's part on every host allreduce it over MPI (on
+ * the progress engine, else blocking, chunk by chunk of the counterparts'
+ * kernel, which cut the parts alike); the counterparts all-gather the parts.
+ */
+static hiar_result_t per_host(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s)
+{
+    hiar_between_t *b = &comm->gpu->between;
+    hiar_call_t part = hiar_call_slice(c, off / c->esize, bytes / c->esize);
+
+    part.sendbuf = part.recvbuf;
+    part.out_window = NULL;
+    part.nshards = b->hosts.nshards;
+    part.plan.chunk = b->part_chunk;
+    HIAR_CHECK(hiar_between_part(b, s, &part, HIAR_STEP_REDUCE_SCATTER));
+    if (comm->gpu->hosts)
+        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, &part, &b->hosts));
+    for (size_t c0 = 0; !comm->gpu->hosts && c0 < bytes; c0 += b->part_chunk) {
+        size_t lo, n, cbytes = bytes - c0 < b->part_chunk ? bytes - c0 : b->part_chunk;
+        hiar_pieces_shard(cbytes, HIAR_IPC_SHARD_UNIT, b->hosts.nshards, b->hosts.local, &lo, &n);
+        if (n)
+            HIAR_CHECK(device_between(comm, c, (char *)part.recvbuf + c0 + lo, n, b->hosts.shard_comm[b->hosts.local]));
+    }
+    return hiar_between_part(b, s, &part, HIAR_STEP_ALLGATHER);
+}
+
+/*
  * Chunk by chunk (the plan's, the same in every group), the owned shards of
  * each between groups; over MPI, on the progress engine where there is one.
  */
@@ -117,7 +145,7 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
 
     HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
-    if (c->plan.between == HIAR_KERNEL_NONE && comm->gpu->hosts) {
+    if (c->plan.between == HIAR_KERNEL_NONE && comm->gpu->hosts && !comm->gpu->between.per_host) {
         HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
         return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
     }
@@ -130,6 +158,8 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
                 continue;
             if (c->plan.between != HIAR_KERNEL_NONE)
                 HIAR_CHECK(gpu_between(comm, c, c0 + lo, n, s));
+            else if (comm->gpu->between.per_host)
+                HIAR_CHECK(per_host(comm, c, c0 + lo, n, s));
             else
                 HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, n, t->shard_comm[s]));
         }

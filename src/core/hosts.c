@@ -209,6 +209,8 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     HIAR_CHECK(rc);
     h->nlinks = n;
     HIAR_CHECK(hiar_hosts_gpu_create(cfg->timeout_ms, cfg->sharers, HOSTS_SLOTS, h->device_pointers, &h->gpu));
+    if (cfg->control)
+        hiar_hosts_gpu_share_control(h->gpu, cfg->control);
     pc.port = h->port;
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);

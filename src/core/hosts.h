@@ -29,6 +29,7 @@ typedef struct {
     unsigned sharers;        /* ranks of the comm on this GPU */
     int device;              /* the GPU, made current on the thread */
     const atomic_int *abort; /* the comm's */
+    const struct hiar_cuda_control *control; /* the comm's kernels' (cuda/api.h) */
 } hiar_hosts_config_t;
 
 /*

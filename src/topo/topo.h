@@ -162,6 +162,18 @@ void hiar_topo_table(const hiar_topo_fact_t *facts, const hiar_grouping_t *g,
                      void (*emit)(void *arg, const char *line), void *arg);
 hiar_result_t hiar_topo_print(FILE *out, const hiar_topo_fact_t *facts, const hiar_grouping_t *g);
 
+/* The first rank on rank r's host: a label every rank computes alike. */
+int hiar_topo_host_label(const hiar_topo_fact_t *facts, int r);
+
+/*
+ * How groups that span hosts share them: the number of groups on every host
+ * where each group lies on one host, every group has the same size and
+ * every host the same number of groups; 0 where they do not.  Then each
+ * host's owners of a shard can reduce it among themselves before one copy
+ * of it crosses between the hosts (core/between.c).
+ */
+int hiar_topo_groups_per_host(const hiar_topo_fact_t *facts, const hiar_grouping_t *g);
+
 /*
  * Between groups, what the topology says: one line per pair of groups, for
  * every shard the ranks that own it in the two (local index s % group size),

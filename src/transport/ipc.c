@@ -115,6 +115,8 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
     }
     snprintf(why, len, "ipc (P2P verified by a write and read-back between every pair)");
     hiar_kernels_set_launch(ipc, t, cfg, why, len);
+    if (cfg->control)
+        hiar_ipc_share_control(ipc, cfg->control);
     *state = ipc;
     return HIAR_SUCCESS;
 }

@@ -81,6 +81,8 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
     snprintf(why, len, "pinned host memory (%d x %zu bytes of /dev/shm registered with CUDA, read and written by "
              "kernels)", n, region);
     hiar_kernels_set_launch(ipc, t, cfg, why, len);
+    if (cfg->control)
+        hiar_ipc_share_control(ipc, cfg->control);
     *state = ipc;
     return HIAR_SUCCESS;
 }

@@ -41,6 +41,8 @@ typedef struct {
     int on_gpu;        /* ranks of the comm on this rank's GPU */
     int mixed;         /* other kernels of the comm (other groups, the step between groups) may run beside ours */
     int probe_may_fail; /* a failed P2P check is expected (the group over the host, across switches): INFO, no WARN */
+    /* Kernel transports, once set up: the comm's abort and status words (cuda/api.h); NULL: their own. */
+    const struct hiar_cuda_control *control;
     hiar_host_run_t host_run; /* staged: where the copies go */
     void *host_arg;
 } hiar_transport_config_t;

@@ -816,6 +816,18 @@ static void flat_present(hiar_comm_t *comm, int want)
     record(describes(comm, "device group over the host:", want ? "ranks, ipc" : "none") == 1, what);
 }
 
+/*
+ * Groups on several (simulated) hosts, as many on each (--per-host): the
+ * owners of a shard on a host reduce it on the GPU and only its parts cross
+ * between hosts.  A comm that fell back to every group over MPI would pass
+ * every case too: so its description must say so.
+ */
+static void per_host_present(hiar_comm_t *comm)
+{
+    record(describes(comm, "device paths:", "within each host on the GPU") == 1,
+           "the step between groups within each host on the GPU, then between hosts");
+}
+
 static hiar_comm_t *create(const char *settings)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
@@ -831,7 +843,7 @@ static hiar_comm_t *create(const char *settings)
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -855,6 +867,7 @@ int main(int argc, char **argv)
         quick |= strcmp(argv[a], "--quick") == 0;
         killed |= strcmp(argv[a], "--kill") == 0;
         verbose |= strcmp(argv[a], "--verbose") == 0;
+        per_host |= strcmp(argv[a], "--per-host") == 0;
         if (strcmp(argv[a], "--stream") == 0 && !calls_stream)
             CUDA_OK(cudaStreamCreateWithFlags(&calls_stream, cudaStreamNonBlocking));
     }
@@ -884,6 +897,8 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         hiar_comm_describe(comm, stdout);
+    if (per_host)
+        per_host_present(comm);
     matrix(comm);
     edge_values(comm);
     stress_mixed(comm, quick ? 64 : 1024);
@@ -920,6 +935,24 @@ int main(int argc, char **argv)
         one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
+        hiar_comm_destroy(comm);
+    }
+    if (per_host) {
+        /* Within each host on the GPU, between hosts on the calling thread (blocking, not capturable)... */
+        comm = create("HIAR_PROGRESS=0");
+        per_host_present(comm);
+        capture_refused(comm);
+        every_dtype(comm, 300007, 0);
+        one_case(comm, HIAR_BFLOAT16, HIAR_AVG, (3 << 20) + 5, 1, 0);
+        stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
+        hiar_comm_destroy(comm);
+        /* ...and through pinned host memory within each host; small slots: many chunks and parts. */
+        comm = create("HIAR_PINNED=1;HIAR_BUFFER_SIZE=1M");
+        per_host_present(comm);
+        every_dtype(comm, 300007, 1);
+        one_case(comm, HIAR_FLOAT32, HIAR_SUM, (12 << 20) + 5, 0, 0);
+        stress(comm, HIAR_BFLOAT16, 1000003, quick ? 16 : 64);
+        graph(comm, HIAR_BFLOAT16, 3 << 20);
         hiar_comm_destroy(comm);
     }
     if (groups && !hosts) {
@@ -980,6 +1013,8 @@ int main(int argc, char **argv)
     mem_api(comm);
     hiar_comm_destroy(comm);
     timeout("HIAR_TIMEOUT_MS=500");
+    if (per_host)
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_PROGRESS=0");
     if (groups || hosts) {
         timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi");
         timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0");

@@ -225,3 +225,39 @@ Test(topo, host_id)
     hiar_topo_host_id(longer, id);
     cr_expect_eq(strlen(id), HIAR_HOST_ID_MAX - 1, "a long HIAR_HOST_ID is cut, NUL-terminated");
 }
+
+/* Groups per host (hiar_topo_groups_per_host) of `spec` over ranks on hosts[r] (a letter each). */
+static int per_host(const char *hosts, const char *spec)
+{
+    int n = (int)strlen(hosts), k;
+    hiar_topo_fact_t facts[16];
+    hiar_grouping_t g = {0};
+    char id[2] = {0};
+
+    for (int r = 0; r < n; r++) {
+        id[0] = hosts[r];
+        hiar_topo_fact_init(&facts[r], id);
+    }
+    cr_assert_eq(hiar_grouping_parse(spec, n, &g), HIAR_SUCCESS, "%s: %s", spec, hiar_last_error());
+    k = hiar_topo_groups_per_host(facts, &g);
+    hiar_grouping_free(&g);
+    return k;
+}
+
+/*
+ * The step between groups splits within each host and between hosts only
+ * where every host has as many groups, all of one size, each on one host.
+ */
+Test(topo, groups_per_host)
+{
+    cr_expect_eq(per_host("aaaabbbb", "0,1|2,3|4,5|6,7"), 2);
+    cr_expect_eq(per_host("aabb", "0|1|2|3"), 2);
+    cr_expect_eq(per_host("aabbcc", "0|1|2|3|4|5"), 2, "three hosts");
+    cr_expect_eq(per_host("abab", "0|2|1|3"), 2, "hosts interleaved by rank");
+    cr_expect_eq(per_host("aabb", "0,1|2,3"), 1, "one group on each host");
+    cr_expect_eq(per_host("aaaa", "0,1|2,3"), 2, "one host");
+    cr_expect_eq(per_host("aaabbb", "0|1,2|3|4,5"), 0, "groups of different sizes");
+    cr_expect_eq(per_host("aaab", "0|1|2|3"), 0, "3 groups on one host, 1 on the other");
+    cr_expect_eq(per_host("aabb", "0,2|1,3"), 0, "a group spans two hosts");
+    cr_expect_eq(per_host("abcd", "0|1|2|3"), 1, "a rank per host");
+}
