@@ -106,10 +106,14 @@ static void print_cache_file(const char *path)
     if (st == HIAR_TUNE_CACHE_LOADED) {
         printf("  host buffers: oneshot up to %zu bytes in one group, hier-oneshot up to %zu bytes over groups\n",
                l.shm_oneshot_max, l.hier_oneshot_max);
-        printf("  device buffers:%s", l.device_n ? "" : " built-in paths (not tuned)");
-        for (int i = 0; i < l.device_n; i++)
-            printf(" %zu:%s", hiar_tune_dev_size(i), hiar_tune_dev_name(l.device[i]));
-        printf("\n");
+        if (!l.device_n)
+            printf("  device buffers: built-in paths (not tuned)\n");
+        for (int m = 0; l.device_n && m < HIAR_TUNE_DEV_NMODES; m++) {
+            printf("  device buffers, %s calls:", hiar_tune_dev_mode_name(m));
+            for (int i = 0; i < l.device_n; i++)
+                printf(" %zu:%s", hiar_tune_dev_size(i), hiar_tune_dev_name(l.device[m][i]));
+            printf("\n");
+        }
     } else
         printf("  ignored: %s\n", why);
 }

@@ -67,18 +67,36 @@ hiar_result_t hiar_cuda_is_capturing(void *stream, int *capturing);
  */
 hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(void *), void *arg);
 
+/* A non-blocking stream of hiar's own (tuning times captured calls on it); destroy takes NULL. */
+hiar_result_t hiar_cuda_stream_create(void **stream);
+void hiar_cuda_stream_destroy(void *stream);
+/*
+ * An executable graph of what enqueue(arg) puts on stream, captured in this
+ * thread's mode (cudaStreamCaptureModeThreadLocal); enqueue's own failure
+ * wins over the capture's.  Launch replays it on stream; destroy takes NULL.
+ */
+hiar_result_t hiar_cuda_graph_capture(void *stream, hiar_result_t (*enqueue)(void *), void *arg, void **exec);
+hiar_result_t hiar_cuda_graph_launch(void *exec, void *stream);
+void hiar_cuda_graph_destroy(void *exec);
+
 /* Host memory mapped into the device: the host can stop a spinning kernel, a kernel can say it gave up. */
 typedef struct {
     int abort;  /* set by the host: kernels give up */
     int status; /* set by a kernel: HIAR_TIMEOUT */
 } hiar_ipc_control_t;
 
-/* Such words, as the host (host) and kernels (dev) address them. */
+/*
+ * Such words, as the host (host) and kernels (dev) address them, and a word
+ * in device memory (failed) that a kernel giving up sets: every later kernel
+ * of the comm reads it at its start (beside its epoch, from L2, not over
+ * PCIe) and does nothing, so that no peer takes its stale data for a result.
+ */
 typedef struct hiar_cuda_control {
     hiar_ipc_control_t *host, *dev;
+    int *failed;
 } hiar_cuda_control_t;
 
-/* Zeroed words in mapped host memory; destroy frees them (twice is safe). */
+/* Zeroed words, in mapped host memory and on the device; destroy frees them (twice is safe). */
 hiar_result_t hiar_cuda_control_create(hiar_cuda_control_t *c);
 void hiar_cuda_control_destroy(hiar_cuda_control_t *c);
 

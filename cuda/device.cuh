@@ -40,7 +40,8 @@ __device__ __forceinline__ uint64_t globaltimer_ns()
  * microsecond over PCIe.  The clock starts at the first such check, not at
  * the kernel's start, which stays off the small-message critical path.  On
  * expiry the first waiter records HIAR_TIMEOUT in the status word the host
- * reads, and every waiter gives up.
+ * reads, and every waiter gives up; one that gives up also marks the comm
+ * failed on the device, for the kernels after it (begin_call).
  */
 #define HIAR_POLL_EVERY 1024u
 
@@ -48,11 +49,12 @@ struct hiar_waiter {
     uint64_t timeout_ns, deadline; /* deadline 0: not started */
     unsigned polls;
     const hiar_ipc_control_t *ctl;
+    int *failed;
 };
 
 __device__ __forceinline__ hiar_waiter waiter_begin(const hiar_ipc_args_t &a)
 {
-    hiar_waiter w = {a.timeout_ns, 0, 0, a.ctl};
+    hiar_waiter w = {a.timeout_ns, 0, 0, a.ctl, a.failed};
     return w;
 }
 
@@ -63,15 +65,15 @@ __device__ __forceinline__ bool waiter_poll(hiar_waiter &w)
         return true;
     volatile const int *abort_flag = &w.ctl->abort;
     volatile int *status = const_cast<volatile int *>(&w.ctl->status);
-    if (*abort_flag || *status)
-        return false;
-    if (!w.deadline)
-        w.deadline = globaltimer_ns() + w.timeout_ns;
-    else if (globaltimer_ns() > w.deadline) {
+    if (!*abort_flag && !*status) {
+        if (!w.deadline)
+            w.deadline = globaltimer_ns() + w.timeout_ns;
+        if (globaltimer_ns() <= w.deadline)
+            return true;
         *status = HIAR_TIMEOUT;
-        return false;
     }
-    return true;
+    *(volatile int *)w.failed = 1;
+    return false;
 }
 
 /* Calls f with a value of the device type of dtype (f's template argument; base/dtypes.def). */
@@ -355,6 +357,20 @@ __device__ __forceinline__ uint64_t begin_call(const hiar_ipc_args_t &a)
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
     return a.state->epoch[blockIdx.x] + 1;
+}
+
+/*
+ * Block-wide, after begin_call: whether a kernel of the comm before this one
+ * gave up (waiter_poll).  Then this one must not run: its inputs may be stale
+ * (the step before it did not finish), and a peer would take what it sends
+ * for a result and return success.  Without it, with a peer stalled in one
+ * group, the counterparts in the other group got SUCCESS after the timeout.
+ * Thread 0's read decides for the block (a kernel on another stream may set
+ * the word meanwhile); it goes out with the epoch's, from L2.
+ */
+__device__ __forceinline__ bool comm_failed(const int *failed)
+{
+    return __syncthreads_or(threadIdx.x == 0 && *(volatile const int *)failed);
 }
 
 /*

@@ -178,13 +178,13 @@ __device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
 /* Piece i is handed over once piece i - ring, the same block's on the same position, is reduced. */
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
-                                                             hosts_turns_t *turns, uint64_t timeout_ns, int op,
-                                                             int divisor)
+                                                             int *failed, hosts_turns_t *turns, uint64_t timeout_ns,
+                                                             int op, int divisor)
 {
-    hiar_waiter w = {timeout_ns, 0, 0, ctl};
+    hiar_waiter w = {timeout_ns, 0, 0, ctl, failed};
     int npieces = hiar_pieces_count(&j.pieces);
 
-    if (!take_turn(turns, j.turn, w))
+    if (comm_failed(failed) || !take_turn(turns, j.turn, w))
         return;
     for (int i = blockIdx.x; i - j.ring < npieces; i += gridDim.x) {
         if (i >= j.ring) {
@@ -378,7 +378,7 @@ extern "C" hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts
                               "ring, not %d blocks for %d positions", g->blocks, job->blocks, job->ring);
     err = hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         hosts_kernel<decltype(tag)><<<(unsigned)job->blocks, HIAR_THREADS, 0, stream>>>(
-            *job, g->ctl.dev, g->turns, g->timeout_ns, (int)c->op, c->divisor);
+            *job, g->ctl.dev, g->ctl.failed, g->turns, g->timeout_ns, (int)c->op, c->divisor);
         return cudaGetLastError();
     });
 

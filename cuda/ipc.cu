@@ -74,6 +74,7 @@ static hiar_result_t allocate(hiar_ipc_t *ipc, int timeout_ms, char *host)
     HIAR_CHECK(hiar_cuda_control_create(&ipc->own));
     ipc->ctl = ipc->own.host;
     a->ctl = ipc->own.dev;
+    a->failed = ipc->own.failed;
     HIAR_CUDA_CHECK(cudaDeviceSynchronize());
     return HIAR_SUCCESS;
 }
@@ -259,6 +260,7 @@ extern "C" void hiar_ipc_share_control(hiar_ipc_t *ipc, const hiar_cuda_control_
 {
     ipc->ctl = comm->host;
     ipc->args.ctl = comm->dev;
+    ipc->args.failed = comm->failed;
 }
 
 extern "C" hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc)

@@ -61,6 +61,7 @@ typedef struct {
     int n, me;
     hiar_ipc_state_t *state;
     const hiar_ipc_control_t *ctl;
+    int *failed; /* the comm's, or the transport's own (hiar_cuda_control_t) */
     uint64_t timeout_ns;
     size_t slot_bytes; /* one of the 4 data slots */
     /* Most blocks of each kernel, the same on every rank of the group (hiar_ipc_set_launch). */

@@ -76,6 +76,8 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     oneshot_ll_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows, unsigned slices)
 {
     const uint64_t e = begin_call(a);
+    if (comm_failed(a.failed))
+        return;
     const uint32_t parity = e & 1;
     const size_t ppr = nm.row_bytes / F::DATA, bytes = rows * nm.row_bytes, per_wave = gridDim.x / slices;
     const size_t lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;

@@ -56,6 +56,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int divisor)
 {
     const uint64_t e = begin_call(a);
+    if (comm_failed(a.failed))
+        return;
     const uint32_t parity = e & 1;
     const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -143,6 +145,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
 {
     const bool grouped = h.group.n > 1;
     const uint64_t e0 = begin_call(h.between[0]), eg = grouped ? next_epoch(h.group) : 0;
+    if (comm_failed(h.between[0].failed))
+        return;
     const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint64_t eb[HIAR_IPC_MAX_GROUP];
@@ -287,6 +291,8 @@ __global__ void __launch_bounds__(HIAR_THREADS)
                    size_t piece)
 {
     const uint64_t e = begin_call(a);
+    if (comm_failed(a.failed))
+        return;
     hiar_waiter w = waiter_begin(a);
     push_piece cur = piece_at(a, e, total, piece, 0);
 

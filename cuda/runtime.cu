@@ -208,6 +208,53 @@ static void on_destroy(void *p)
     free(d);
 }
 
+extern "C" hiar_result_t hiar_cuda_stream_create(void **stream)
+{
+    HIAR_CUDA_CHECK(cudaStreamCreateWithFlags((cudaStream_t *)stream, cudaStreamNonBlocking));
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_cuda_stream_destroy(void *stream)
+{
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+}
+
+extern "C" hiar_result_t hiar_cuda_graph_capture(void *stream, hiar_result_t (*enqueue)(void *), void *arg,
+                                                 void **exec)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    cudaGraph_t graph = NULL;
+    hiar_result_t rc;
+    cudaError_t err;
+
+    *exec = NULL;
+    HIAR_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    rc = enqueue(arg);
+    err = cudaStreamEndCapture(s, &graph); /* ends the capture whatever enqueue did */
+    if (rc == HIAR_SUCCESS && err != cudaSuccess)
+        rc = hiar_cuda_error(err, "cudaStreamEndCapture");
+    if (rc == HIAR_SUCCESS && (err = cudaGraphInstantiate((cudaGraphExec_t *)exec, graph, 0)) != cudaSuccess) {
+        *exec = NULL;
+        rc = hiar_cuda_error(err, "cudaGraphInstantiate");
+    }
+    if (graph)
+        cudaGraphDestroy(graph);
+    return rc;
+}
+
+extern "C" hiar_result_t hiar_cuda_graph_launch(void *exec, void *stream)
+{
+    HIAR_CUDA_CHECK(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream));
+    return HIAR_SUCCESS;
+}
+
+extern "C" void hiar_cuda_graph_destroy(void *exec)
+{
+    if (exec)
+        cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}
+
 extern "C" hiar_result_t hiar_cuda_capture_on_destroy(void *stream, void (*fn)(void *), void *arg)
 {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -255,14 +302,20 @@ extern "C" hiar_result_t hiar_cuda_control_create(hiar_cuda_control_t *c)
     hiar_result_t rc;
 
     c->host = c->dev = NULL;
+    c->failed = NULL;
     if (cudaHostAlloc((void **)&c->host, sizeof(*c->host), cudaHostAllocMapped) != cudaSuccess) {
         c->host = NULL;
         return hiar_cuda_error(cudaGetLastError(), "cudaHostAlloc of the kernels' control words");
     }
     memset(c->host, 0, sizeof(*c->host));
-    if (cudaHostGetDevicePointer((void **)&c->dev, c->host, 0) == cudaSuccess)
+    if (cudaHostGetDevicePointer((void **)&c->dev, c->host, 0) != cudaSuccess)
+        rc = hiar_cuda_error(cudaGetLastError(), "cudaHostGetDevicePointer of the kernels' control words");
+    else if (cudaMalloc((void **)&c->failed, sizeof(*c->failed)) != cudaSuccess) {
+        c->failed = NULL;
+        rc = hiar_cuda_error(cudaGetLastError(), "cudaMalloc of the kernels' failure word");
+    }
+    else if ((rc = hiar_cuda_zero(c->failed, sizeof(*c->failed))) == HIAR_SUCCESS)
         return HIAR_SUCCESS;
-    rc = hiar_cuda_error(cudaGetLastError(), "cudaHostGetDevicePointer of the kernels' control words");
     hiar_cuda_control_destroy(c);
     return rc;
 }
@@ -271,5 +324,8 @@ extern "C" void hiar_cuda_control_destroy(hiar_cuda_control_t *c)
 {
     if (c->host)
         cudaFreeHost(c->host);
+    if (c->failed)
+        cudaFree(c->failed);
     c->host = c->dev = NULL;
+    c->failed = NULL;
 }

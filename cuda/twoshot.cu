@@ -215,6 +215,8 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
             size_t total, int esize, int op, int divisor, size_t chunk_bytes, int nshards, int steps)
 {
     const uint64_t e = begin_call(a);
+    if (comm_failed(a.failed))
+        return;
     const bool whole = steps == (HIAR_IPC_STEP_RS | HIAR_IPC_STEP_AG);
     hiar_waiter w = waiter_begin(a);
     uint32_t step = 0;

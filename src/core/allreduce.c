@@ -103,15 +103,30 @@ static hiar_result_t on_device(const hiar_call_t *c, int *device)
 }
 
 /* The plan, and the shards between groups of the side that runs it. */
-static void plan(const hiar_comm_t *comm, hiar_call_t *c)
+static hiar_result_t plan(const hiar_comm_t *comm, hiar_call_t *c)
 {
     hiar_plan_input_t in;
 
     hiar_comm_plan_input(comm, c->device, hiar_call_bytes(c), &in);
+    if (c->device)
+        HIAR_CHECK(hiar_comm_plan_captured(comm, c->stream, &in));
     c->plan = hiar_plan_choose(&in);
     c->nshards = hiar_plan_nshards(&in, c->plan);
     HIAR_TRACE(PLAN, "%zu bytes over %d groups: %s, %d shards between groups", in.bytes, in.ngroups,
                hiar_plan_name(c->plan), c->nshards);
+    return HIAR_SUCCESS;
+}
+
+int hiar_run_waits_on_host(const hiar_comm_t *comm, hiar_plan_t plan)
+{
+#ifdef HIAR_HAVE_CUDA
+    return plan.via == HIAR_VIA_STAGED ||
+           (plan.alg == HIAR_ALG_HIER && plan.between == HIAR_KERNEL_NONE && !(comm->gpu && comm->gpu->hosts));
+#else
+    (void)comm;
+    (void)plan;
+    return 1;
+#endif
 }
 
 /*
@@ -124,11 +139,8 @@ static hiar_result_t capturable(const hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
     int capturing = 0;
-    int host_waits = c->plan.via == HIAR_VIA_STAGED || (c->plan.alg == HIAR_ALG_HIER &&
-                                                         c->plan.between == HIAR_KERNEL_NONE &&
-                                                         !(comm->gpu && comm->gpu->hosts));
 
-    if (c->device && host_waits)
+    if (c->device && hiar_run_waits_on_host(comm, c->plan))
         HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
     if (capturing)
         return hiar_error_set(HIAR_INVALID_USAGE,
@@ -148,10 +160,10 @@ static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_resul
 {
     if (rc == HIAR_SUCCESS && c->count > 0 && !c->device_known)
         rc = on_device(c, &c->device);
-    if (rc == HIAR_SUCCESS && c->count > 0) {
-        plan(comm, c);
+    if (rc == HIAR_SUCCESS && c->count > 0)
+        rc = plan(comm, c);
+    if (rc == HIAR_SUCCESS && c->count > 0)
         rc = capturable(comm, c);
-    }
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, c, rc);
     return rc;

@@ -167,7 +167,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
     in->tuned = comm->tune.from != HIAR_TUNED_DEFAULTS;
     in->tuned_shm_oneshot_max = comm->tune.limits.shm_oneshot_max;
     in->tuned_hier_oneshot_max = comm->tune.limits.hier_oneshot_max;
-    in->tuned_device = comm->tune.limits.device;
+    in->tuned_device = comm->tune.limits.device[HIAR_TUNE_DEV_EAGER]; /* captured calls: hiar_comm_plan_captured */
     in->tuned_device_n = in->tuned ? comm->tune.limits.device_n : 0;
 #ifdef HIAR_HAVE_CUDA
     in->ipc_ll_max = hiar_ipc_oneshot_max();
@@ -189,6 +189,23 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
 #else
     (void)device;
 #endif
+}
+
+hiar_result_t hiar_comm_plan_captured(const hiar_comm_t *comm, void *stream, hiar_plan_input_t *in)
+{
+    const hiar_tune_limits_t *l = &comm->tune.limits;
+    int i = hiar_tune_dev_bucket(in->bytes, in->tuned_device_n), capturing = 0;
+
+    if (i < 0 || l->device[HIAR_TUNE_DEV_GRAPH][i] == l->device[HIAR_TUNE_DEV_EAGER][i])
+        return HIAR_SUCCESS;
+#ifdef HIAR_HAVE_CUDA
+    HIAR_CHECK(hiar_cuda_is_capturing(stream, &capturing));
+#else
+    (void)stream;
+#endif
+    if (capturing)
+        in->tuned_device = l->device[HIAR_TUNE_DEV_GRAPH];
+    return HIAR_SUCCESS;
 }
 
 hiar_result_t hiar_comm_get_async_error(hiar_comm_t *comm, hiar_result_t *error)

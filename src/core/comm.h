@@ -55,6 +55,13 @@ hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what);
 
 /* The plan's inputs that the comm fixes (all but the call's). */
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in);
+/*
+ * A device call's input of hiar_comm_plan_input, for a call on stream:
+ * where tuning chose otherwise for captured calls than for eager ones at
+ * this size (and only there is the stream asked), a call being captured
+ * takes the graph choices.
+ */
+hiar_result_t hiar_comm_plan_captured(const hiar_comm_t *comm, void *stream, hiar_plan_input_t *in);
 
 static inline long long hiar_comm_param(const hiar_comm_t *comm, hiar_param_id_t id)
 {

@@ -55,41 +55,45 @@ static void describe_table(const hiar_tune_t *t, FILE *out)
     }
 }
 
-/* The device table: us per call of each path timed; '*' the path taken at each size, '-' not timed or dropped. */
-static void describe_dev_table(const hiar_tune_t *t, FILE *out)
+/* The device table of mode m: us per call of each path timed; '*' the path taken at each size, '-' not timed or
+ * dropped. */
+static void describe_dev_table(const hiar_tune_t *t, int m, FILE *out)
 {
     const hiar_tune_dev_table_t *d = &t->dev;
     char line[256];
     size_t n;
 
-    EMIT(out, "  device tuning table (us per call on bfloat16/float32, max over ranks; * the path taken; - not a "
-              "candidate there, or dropped):");
+    EMIT(out, "  device tuning table, %s calls (us per call on bfloat16/float32, max over ranks; * the path taken; - "
+              "not a candidate there, or dropped)%s:", hiar_tune_dev_mode_name(m),
+         m == HIAR_TUNE_DEV_GRAPH ? ", a call's time in a replayed graph of such calls" : "");
     n = (size_t)snprintf(line, sizeof(line), "  %10s", "bytes");
     for (int k = 1; k < HIAR_TUNE_DEV_COUNT && n < sizeof(line); k++)
         n += (size_t)snprintf(line + n, sizeof(line) - n, " %15s", hiar_tune_dev_name(k));
     EMIT(out, "%s", line);
     for (int i = 0; i < d->nsizes; i++) {
-        int taken = t->limits.device[i] == HIAR_TUNE_DEV_BUILTIN ? d->builtin[i] : t->limits.device[i];
+        int taken = t->limits.device[m][i] == HIAR_TUNE_DEV_BUILTIN ? d->builtin[i] : t->limits.device[m][i];
         n = (size_t)snprintf(line, sizeof(line), "  %10zu", hiar_tune_dev_size(i));
         for (int k = 1; k < HIAR_TUNE_DEV_COUNT && n < sizeof(line); k++) {
             char cell[32] = "-";
-            if (!d->dropped[k] && d->us[0][k][i] > 0 && d->us[1][k][i] > 0)
-                snprintf(cell, sizeof(cell), "%s%.1f/%.1f", k == taken ? "*" : "", d->us[0][k][i], d->us[1][k][i]);
+            if (!d->dropped[k] && d->us[m][0][k][i] > 0 && d->us[m][1][k][i] > 0)
+                snprintf(cell, sizeof(cell), "%s%.1f/%.1f", k == taken ? "*" : "", d->us[m][0][k][i],
+                         d->us[m][1][k][i]);
             n += (size_t)snprintf(line + n, sizeof(line) - n, " %15s", cell);
         }
         EMIT(out, "%s", line);
     }
 }
 
-/* The device paths a cache or a measurement chose, per ladder size ("builtin": the plan's own). */
-static void describe_dev_choice(const hiar_tune_t *t, FILE *out)
+/* The device paths a cache or a measurement chose for calls of mode m, per ladder size ("builtin": the plan's
+ * own). */
+static void describe_dev_choice(const hiar_tune_t *t, int m, FILE *out)
 {
     char line[400];
-    size_t n = (size_t)snprintf(line, sizeof(line), "  device paths tuned:");
+    size_t n = (size_t)snprintf(line, sizeof(line), "  device paths tuned, %s calls:", hiar_tune_dev_mode_name(m));
 
     for (int i = 0; i < t->limits.device_n && n < sizeof(line); i++)
         n += (size_t)snprintf(line + n, sizeof(line) - n, " %zu:%s", hiar_tune_dev_size(i),
-                              hiar_tune_dev_name(t->limits.device[i]));
+                              hiar_tune_dev_name(t->limits.device[m][i]));
     EMIT(out, "%s", line);
 }
 
@@ -110,10 +114,10 @@ static void describe_tuning(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  tuning: built-in thresholds (%s)", t->why);
     if (t->measured)
         describe_table(t, out);
-    if (t->from != HIAR_TUNED_DEFAULTS && t->limits.device_n)
-        describe_dev_choice(t, out);
-    if (t->dev_measured)
-        describe_dev_table(t, out);
+    for (int m = 0; t->from != HIAR_TUNED_DEFAULTS && t->limits.device_n && m < HIAR_TUNE_DEV_NMODES; m++)
+        describe_dev_choice(t, m, out);
+    for (int m = 0; t->dev_measured && m < HIAR_TUNE_DEV_NMODES; m++)
+        describe_dev_table(t, m, out);
 }
 
 #ifdef HIAR_HAVE_CUDA

@@ -22,6 +22,13 @@ hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t 
 /* The checks of hiar_allreduce's arguments as they are in call. */
 hiar_result_t hiar_call_check(const hiar_call_t *call, const char *name);
 
+/*
+ * Whether a device-buffer call along plan waits on the host: staged, or
+ * over MPI between groups without the progress engine.  Such a call cannot
+ * be captured in a CUDA graph.
+ */
+int hiar_run_waits_on_host(const hiar_comm_t *comm, hiar_plan_t plan);
+
 /* Runs call on comm along its plan (call->norm: with the norm after it, fused where the plan allows). */
 hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *call);
 

@@ -93,39 +93,44 @@ hiar_dtype_t hiar_tune_dev_dtype(int d)
     return d == 0 ? HIAR_BFLOAT16 : HIAR_FLOAT32;
 }
 
-static int dev_timed(const hiar_tune_dev_table_t *t, int k, int i)
+const char *hiar_tune_dev_mode_name(int mode)
+{
+    return mode == HIAR_TUNE_DEV_GRAPH ? "graph" : "eager";
+}
+
+static int dev_timed(const hiar_tune_dev_table_t *t, int m, int k, int i)
 {
     int timed = k > HIAR_TUNE_DEV_BUILTIN && k < HIAR_TUNE_DEV_COUNT && !t->dropped[k];
 
     for (int d = 0; timed && d < HIAR_TUNE_DEV_NDTYPES; d++)
-        timed = t->us[d][k][i] > 0;
+        timed = t->us[m][d][k][i] > 0;
     return timed;
 }
 
-/* Candidate k's worst ratio over the dtypes at size i, to ref's time (ref < 0: to each dtype's best). */
-static double dev_worst(const hiar_tune_dev_table_t *t, int k, int ref, int i)
+/* Candidate k's worst ratio over the dtypes at size i in mode m, to ref's time (ref < 0: to each dtype's best). */
+static double dev_worst(const hiar_tune_dev_table_t *t, int m, int k, int ref, int i)
 {
     double worst = 0;
 
     for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++) {
-        double base = ref >= 0 ? t->us[d][ref][i] : -1;
+        double base = ref >= 0 ? t->us[m][d][ref][i] : -1;
         for (int j = 0; ref < 0 && j < HIAR_TUNE_DEV_COUNT; j++)
-            if (dev_timed(t, j, i) && (base < 0 || t->us[d][j][i] < base))
-                base = t->us[d][j][i];
-        worst = t->us[d][k][i] / base > worst ? t->us[d][k][i] / base : worst;
+            if (dev_timed(t, m, j, i) && (base < 0 || t->us[m][d][j][i] < base))
+                base = t->us[m][d][j][i];
+        worst = t->us[m][d][k][i] / base > worst ? t->us[m][d][k][i] / base : worst;
     }
     return worst;
 }
 
-void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, unsigned char choice[HIAR_TUNE_DEV_NSIZES])
+void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, int m, unsigned char choice[HIAR_TUNE_DEV_NSIZES])
 {
     memset(choice, HIAR_TUNE_DEV_BUILTIN, HIAR_TUNE_DEV_NSIZES);
     for (int i = 0; i < t->nsizes && i < HIAR_TUNE_DEV_NSIZES; i++) {
-        int def = t->builtin[i], ref = dev_timed(t, def, i) ? def : -1, best = -1;
+        int def = t->builtin[i], ref = dev_timed(t, m, def, i) ? def : -1, best = -1;
         double least = ref >= 0 ? 1.0 - HIAR_TUNE_MARGIN : 1e300;
         for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
-            if (k != def && dev_timed(t, k, i) && dev_worst(t, k, ref, i) < least) {
-                least = dev_worst(t, k, ref, i);
+            if (k != def && dev_timed(t, m, k, i) && dev_worst(t, m, k, ref, i) < least) {
+                least = dev_worst(t, m, k, ref, i);
                 best = k;
             }
         if (best >= 0)
@@ -208,15 +213,27 @@ static void write_table(FILE *f, const hiar_tune_table_t *t)
 
 static void write_dev_table(FILE *f, const hiar_tune_dev_table_t *t)
 {
-    fprintf(f, "# device bytes, then us per call of each path on each dtype (max over ranks; -1: not a "
+    fprintf(f, "# device MODE bytes, then us per call of each path on each dtype (max over ranks; -1: not a "
                "candidate there, or dropped), then the built-in path\n");
-    for (int i = 0; i < t->nsizes; i++) {
-        fprintf(f, "# device %zu", hiar_tune_dev_size(i));
-        for (int k = 1; k < HIAR_TUNE_DEV_COUNT; k++)
-            for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
-                fprintf(f, " %s/%s=%.2f", hiar_tune_dev_name(k), hiar_dtype_name(hiar_tune_dev_dtype(d)),
-                        t->dropped[k] ? -1.0 : t->us[d][k][i]);
-        fprintf(f, " builtin=%s\n", hiar_tune_dev_name(t->builtin[i]));
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        for (int i = 0; i < t->nsizes; i++) {
+            fprintf(f, "# device %s %zu", hiar_tune_dev_mode_name(m), hiar_tune_dev_size(i));
+            for (int k = 1; k < HIAR_TUNE_DEV_COUNT; k++)
+                for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+                    fprintf(f, " %s/%s=%.2f", hiar_tune_dev_name(k), hiar_dtype_name(hiar_tune_dev_dtype(d)),
+                            t->dropped[k] ? -1.0 : t->us[m][d][k][i]);
+            fprintf(f, " builtin=%s\n", hiar_tune_dev_name(t->builtin[i]));
+        }
+}
+
+/* "device" (eager calls) and "device-graph": a path name per ladder size. */
+static void write_dev_choice(FILE *f, const hiar_tune_limits_t *l)
+{
+    for (int m = 0; l->device_n > 0 && m < HIAR_TUNE_DEV_NMODES; m++) {
+        fprintf(f, m == HIAR_TUNE_DEV_GRAPH ? "device-graph" : "device");
+        for (int i = 0; i < l->device_n; i++)
+            fprintf(f, " %s", hiar_tune_dev_name(l->device[m][i]));
+        fprintf(f, "\n");
     }
 }
 
@@ -234,12 +251,7 @@ static hiar_result_t write_file(int fd, const char *tmp, const char *signature, 
     fprintf(f, "version %s\nsignature %s\n", hiar_version(), signature);
     fprintf(f, "shm_oneshot_max %zu\nhier_oneshot_max %zu\nmeasured_s %.3f\n", l->shm_oneshot_max,
             l->hier_oneshot_max, seconds);
-    if (l->device_n > 0) {
-        fprintf(f, "device");
-        for (int i = 0; i < l->device_n; i++)
-            fprintf(f, " %s", hiar_tune_dev_name(l->device[i]));
-        fprintf(f, "\n");
-    }
+    write_dev_choice(f, l);
     if (table)
         write_table(f, table);
     if (dev)
@@ -287,23 +299,25 @@ typedef struct {
     char version[64], signature[1600]; /* tune.c's signatures are at most 1536 */
     int nlimits; /* bit 0 shm, bit 1 hier */
     hiar_tune_limits_t l;
+    int device_n[HIAR_TUNE_DEV_NMODES]; /* names on the "device" and "device-graph" lines, -1: no such line */
 } cache_file_t;
 
-/* "device NAME...": a known path name per ladder size, at most the ladder's. */
-static int parse_device(char *value, hiar_tune_limits_t *l)
+/* "device[-graph] NAME...": a known path name per ladder size, at most the ladder's. */
+static int parse_device(char *value, cache_file_t *c, int m)
 {
     char *save = NULL;
+    int n = 0;
 
-    l->device_n = 0;
     for (char *w = strtok_r(value, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
         int k = 0;
         while (hiar_tune_dev_name(k) && strcmp(hiar_tune_dev_name(k), w) != 0)
             k++;
-        if (!hiar_tune_dev_name(k) || l->device_n == HIAR_TUNE_DEV_NSIZES)
+        if (!hiar_tune_dev_name(k) || n == HIAR_TUNE_DEV_NSIZES)
             return 0;
-        l->device[l->device_n++] = (unsigned char)k;
+        c->l.device[m][n++] = (unsigned char)k;
     }
-    return l->device_n > 0;
+    c->device_n[m] = n;
+    return n > 0;
 }
 
 /* One "key value" line into c; 0 where it is not one this reader knows, or its value is bad. */
@@ -324,7 +338,9 @@ static int parse_line(char *line, cache_file_t *c)
     if (strcmp(line, "hier_oneshot_max") == 0)
         return parse_limit(value, &c->l.hier_oneshot_max) && (c->nlimits |= 2);
     if (strcmp(line, "device") == 0)
-        return parse_device(value, &c->l);
+        return parse_device(value, c, HIAR_TUNE_DEV_EAGER);
+    if (strcmp(line, "device-graph") == 0)
+        return parse_device(value, c, HIAR_TUNE_DEV_GRAPH);
     return strcmp(line, "measured_s") == 0;
 }
 
@@ -344,7 +360,7 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
                                        char *why, size_t whylen, char *signature_out, size_t siglen)
 {
     FILE *f = fopen(path, "r");
-    cache_file_t c = {0};
+    cache_file_t c = {.device_n = {-1, -1}};
     char line[1700];
     int n = 0, bad = 0;
 
@@ -363,12 +379,19 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
         snprintf(signature_out, siglen, "%s", c.signature);
     if (bad)
         return ignored(why, whylen, "corrupt at line %d (expected \"key value\": version, signature, "
-                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s, device and up "
-                                    "to %d path names)",
+                                    "shm_oneshot_max and hier_oneshot_max up to %zu, measured_s, device and "
+                                    "device-graph and up to %d path names)",
                        n, HIAR_TUNE_LIMIT_MAX, HIAR_TUNE_DEV_NSIZES);
     if (!c.version[0] || !c.signature[0] || c.nlimits != 3)
         return ignored(why, whylen, "corrupt: it lacks %s",
                        !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit");
+    if (c.device_n[HIAR_TUNE_DEV_GRAPH] >= 0 && c.device_n[HIAR_TUNE_DEV_GRAPH] != c.device_n[HIAR_TUNE_DEV_EAGER])
+        return ignored(why, whylen, "corrupt: %d device paths for graphs, %d for eager calls (expected as many)",
+                       c.device_n[HIAR_TUNE_DEV_GRAPH], c.device_n[HIAR_TUNE_DEV_EAGER]);
+    /* No graph line: captured calls take the eager choices. */
+    c.l.device_n = c.device_n[HIAR_TUNE_DEV_EAGER] > 0 ? c.device_n[HIAR_TUNE_DEV_EAGER] : 0;
+    if (c.device_n[HIAR_TUNE_DEV_GRAPH] < 0)
+        memcpy(c.l.device[HIAR_TUNE_DEV_GRAPH], c.l.device[HIAR_TUNE_DEV_EAGER], HIAR_TUNE_DEV_NSIZES);
     if (strcmp(c.version, hiar_version()) != 0)
         return ignored(why, whylen, "written by hiar %s, this is %s", c.version, hiar_version());
     if (signature && strcmp(c.signature, signature) != 0)

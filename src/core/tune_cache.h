@@ -48,13 +48,22 @@ typedef enum {
     HIAR_TUNE_DEV_COUNT
 } hiar_tune_dev_t;
 
+/*
+ * Device paths are chosen per mode: a call captured in a CUDA graph pays no
+ * launch on the CPU, so its choice may differ from an eager call's (on one
+ * H200, 2 ranks, bf16 at 1 MB: pull 7.7 us against push's 8.3 in a graph).
+ */
+#define HIAR_TUNE_DEV_NMODES 2
+typedef enum { HIAR_TUNE_DEV_EAGER, HIAR_TUNE_DEV_GRAPH } hiar_tune_dev_mode_t;
+const char *hiar_tune_dev_mode_name(int mode); /* "eager", "graph" */
+
 /* The crossovers the plan takes (core/plan.h's tuned_* inputs); 0: never the small path. */
 typedef struct {
     size_t shm_oneshot_max;
     size_t hier_oneshot_max;
-    /* Device buffers: the path at each size of the device ladder (hiar_tune_dev_t; BUILTIN: the plan's
-     * own), for messages nearest that size (hiar_tune_dev_bucket); device_n sizes, 0: none tuned. */
-    unsigned char device[HIAR_TUNE_DEV_NSIZES];
+    /* Device buffers: per mode, the path at each size of the device ladder (hiar_tune_dev_t; BUILTIN: the
+     * plan's own), for messages nearest that size (hiar_tune_dev_bucket); device_n sizes, 0: none tuned. */
+    unsigned char device[HIAR_TUNE_DEV_NMODES][HIAR_TUNE_DEV_NSIZES];
     int device_n;
 } hiar_tune_limits_t;
 
@@ -65,8 +74,9 @@ hiar_dtype_t hiar_tune_dev_dtype(int d); /* bfloat16, float32 */
 
 /* The device paths' timings, agreed over the ranks (the max of each rank's best mean). */
 typedef struct {
-    /* [dtype][path][size], us per call; < 0: not timed (no candidate there, or dropped) */
-    double us[HIAR_TUNE_DEV_NDTYPES][HIAR_TUNE_DEV_COUNT][HIAR_TUNE_DEV_NSIZES];
+    /* [mode][dtype][path][size], us per call; < 0: not timed (no candidate there, dropped, or in a graph one
+     * whose calls wait on the host) */
+    double us[HIAR_TUNE_DEV_NMODES][HIAR_TUNE_DEV_NDTYPES][HIAR_TUNE_DEV_COUNT][HIAR_TUNE_DEV_NSIZES];
     int dropped[HIAR_TUNE_DEV_COUNT];                     /* failed the canary: never chosen */
     unsigned char builtin[HIAR_TUNE_DEV_NSIZES];          /* the plan's built-in path at each size */
     int nsizes;                                           /* sizes timed (the time bound may stop it early) */
@@ -79,14 +89,14 @@ int hiar_tune_dev_bucket(size_t bytes, int n);
 /* "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "flat", "hier"; NULL past the end. */
 const char *hiar_tune_dev_name(int k);
 /*
- * Per size, from an agreed table: of the candidates not dropped and timed
- * on every dtype, the one whose worst ratio over the dtypes to the
+ * Per size, from an agreed table, for calls of one mode: of the candidates
+ * not dropped and timed in that mode on every dtype, the one whose worst ratio over the dtypes to the
  * built-in path's time is least, where that ratio is below 1 -
  * HIAR_TUNE_MARGIN (so it is faster on every dtype); where the built-in
  * path was dropped or not timed, the one whose worst ratio to each dtype's
  * best is least; else BUILTIN.
  */
-void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, unsigned char choice[HIAR_TUNE_DEV_NSIZES]);
+void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, int mode, unsigned char choice[HIAR_TUNE_DEV_NSIZES]);
 
 /* One crossover's timings, agreed over the ranks (the max of each rank's mean). */
 typedef struct {

@@ -2,8 +2,9 @@
  * Tuning of device buffers at creation: every path the plan can take at a
  * size of the device ladder (one group's LL, push, pull and two-shot
  * kernels; over groups, the group over the host against the hierarchical
- * paths) checked on a small sum, timed eagerly on bfloat16 and float32,
- * agreed, and chosen where faster on both (core/tune_cache.h).
+ * paths) checked on a small sum, timed on bfloat16 and float32, eagerly and
+ * as replays of a captured CUDA graph, agreed, and chosen per mode where
+ * faster on both dtypes (core/tune_cache.h).
  */
 #include "config.h"
 
@@ -83,6 +84,9 @@ int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t 
  * the candidates alternating (as on host buffers). */
 #define DEV_BYTES_PER_ROUND ((size_t)64 << 20)
 #define DEV_ROUNDS 3
+/* Calls per captured graph: replays of 20 calls (of the 3-200 above) take as long as 20 eager ones' GPU time,
+ * and its capture and instantiation stay under a millisecond. */
+#define DEV_GRAPH_CALLS 20
 
 /* Over groups: the group over the host (agreed at its setup); one group: its kernels (agreed in the group, the comm). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
@@ -118,18 +122,38 @@ static hiar_plan_t plan_along(const hiar_comm_t *comm, int k, size_t bytes, hiar
     return p;
 }
 
-/* One call of count elements of dtype on device buffers along plan p, on the legacy stream. */
-static hiar_result_t run_along(hiar_comm_t *comm, hiar_plan_t p, const hiar_plan_input_t *in, const void *send,
-                               void *recv, size_t count, hiar_dtype_t dtype)
+/* Calls along a candidate's plan: count elements of dtype on device buffers, on stream (NULL: the legacy one). */
+typedef struct {
+    hiar_comm_t *comm;
+    hiar_plan_t p;
+    const hiar_plan_input_t *in;
+    const void *send;
+    void *recv;
+    size_t count;
+    hiar_dtype_t dtype;
+    void *stream;
+} along_t;
+
+/* One call along a. */
+static hiar_result_t run_along(const along_t *a)
 {
-    hiar_call_t c = {.sendbuf = send, .recvbuf = recv, .count = count, .esize = hiar_dtype_size(dtype),
-                     .dtype = dtype, .op = HIAR_SUM, .device = 1, .device_known = 1};
+    hiar_comm_t *comm = a->comm;
+    hiar_call_t c = {.sendbuf = a->send, .recvbuf = a->recv, .count = a->count, .esize = hiar_dtype_size(a->dtype),
+                     .dtype = a->dtype, .op = HIAR_SUM, .device = 1, .device_known = 1, .stream = a->stream};
     hiar_wait_t wait = hiar_comm_wait(comm, "tuning");
 
     c.wait = &wait;
-    c.plan = p;
-    c.nshards = hiar_plan_nshards(in, p);
+    c.plan = a->p;
+    c.nshards = hiar_plan_nshards(a->in, a->p);
     return hiar_run(comm, &c);
+}
+
+/* A graph's worth of calls along arg (an along_t), for hiar_cuda_graph_capture. */
+static hiar_result_t run_graph_calls(void *arg)
+{
+    for (int i = 0; i < DEV_GRAPH_CALLS; i++)
+        HIAR_CHECK(run_along(arg));
+    return HIAR_SUCCESS;
 }
 
 /* The canary: candidate k sums known int32 right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
@@ -147,34 +171,77 @@ static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, in
     HIAR_CHECK(hiar_cuda_copy(send, host, sizeof(host), NULL));
     memset(host, 0xff, sizeof(host));
     HIAR_CHECK(hiar_cuda_copy(recv, host, sizeof(host), NULL));
-    HIAR_CHECK(run_along(comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32));
+    HIAR_CHECK(run_along(&(along_t){comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32, NULL}));
     HIAR_CHECK(hiar_cuda_copy(host, recv, sizeof(host), NULL));
     *ok = hiar_tune_canary_ok(comm, hiar_tune_dev_name(k), host);
     return HIAR_SUCCESS;
 }
 
-/* Microseconds per call of candidate k on bytes of dtype, the best of this round and *us (< 0: none yet). */
-static hiar_result_t time_along(hiar_comm_t *comm, int k, const void *send, void *recv, size_t bytes,
-                                hiar_dtype_t dtype, double skew, double *us)
+/* Nanoseconds of iters eager calls along a, after one to start with. */
+static hiar_result_t time_eager(const along_t *a, size_t iters, uint64_t *ns)
 {
-    size_t iters = DEV_BYTES_PER_ROUND / bytes, count = bytes / hiar_dtype_size(dtype);
-    hiar_plan_input_t in;
-    int taken;
-    hiar_plan_t p = plan_along(comm, k, bytes, &in, &taken);
     uint64_t t0;
-    double mean;
 
-    if (!taken)
-        return HIAR_SUCCESS;
-    iters = iters < 3 ? 3 : iters > 200 ? 200 : iters;
-    HIAR_CHECK(run_along(comm, p, &in, send, recv, count, dtype));
-    HIAR_CHECK(hiar_cuda_sync(NULL));
-    HIAR_CHECK(hiar_net_barrier(comm->mpi));
+    HIAR_CHECK(run_along(a));
+    HIAR_CHECK(hiar_cuda_sync(a->stream));
+    HIAR_CHECK(hiar_net_barrier(a->comm->mpi));
     t0 = hiar_now_ns();
     for (size_t i = 0; i < iters; i++)
-        HIAR_CHECK(run_along(comm, p, &in, send, recv, count, dtype));
-    HIAR_CHECK(hiar_cuda_sync(NULL));
-    mean = (double)(hiar_now_ns() - t0) / 1e3 / (double)iters;
+        HIAR_CHECK(run_along(a));
+    HIAR_CHECK(hiar_cuda_sync(a->stream));
+    *ns = hiar_now_ns() - t0;
+    return HIAR_SUCCESS;
+}
+
+/* Nanoseconds of replays of a graph of DEV_GRAPH_CALLS calls along a, after one to upload it. */
+static hiar_result_t time_graph(const along_t *a, size_t replays, uint64_t *ns)
+{
+    void *exec;
+    hiar_result_t rc = hiar_cuda_graph_capture(a->stream, run_graph_calls, (void *)a, &exec);
+    uint64_t t0 = 0;
+
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_graph_launch(exec, a->stream);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_sync(a->stream);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_net_barrier(a->comm->mpi);
+    t0 = hiar_now_ns();
+    for (size_t i = 0; rc == HIAR_SUCCESS && i < replays; i++)
+        rc = hiar_cuda_graph_launch(exec, a->stream);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_sync(a->stream);
+    *ns = hiar_now_ns() - t0;
+    hiar_cuda_graph_destroy(exec);
+    return rc;
+}
+
+/*
+ * Microseconds per call of candidate k on bytes of dtype in mode m, the best
+ * of this round and *us (< 0: none yet).  A graph is not timed where the
+ * candidate's calls wait on the host (they cannot be captured).
+ */
+static hiar_result_t time_along(hiar_comm_t *comm, int m, int k, const void *send, void *recv, size_t bytes,
+                                hiar_dtype_t dtype, double skew, void *stream, double *us)
+{
+    size_t iters = DEV_BYTES_PER_ROUND / bytes;
+    hiar_plan_input_t in;
+    int taken;
+    along_t a = {comm, plan_along(comm, k, bytes, &in, &taken), &in, send, recv, bytes / hiar_dtype_size(dtype),
+                 dtype, stream};
+    uint64_t ns;
+    double mean;
+
+    if (!taken || (m == HIAR_TUNE_DEV_GRAPH && hiar_run_waits_on_host(comm, a.p)))
+        return HIAR_SUCCESS;
+    iters = iters < 3 ? 3 : iters > 200 ? 200 : iters;
+    if (m == HIAR_TUNE_DEV_GRAPH) {
+        iters = (iters + DEV_GRAPH_CALLS - 1) / DEV_GRAPH_CALLS;
+        HIAR_CHECK(time_graph(&a, iters, &ns));
+        iters *= DEV_GRAPH_CALLS;
+    } else
+        HIAR_CHECK(time_eager(&a, iters, &ns));
+    mean = (double)ns / 1e3 / (double)iters;
     if (k == HIAR_TUNE_DEV_LL || k == HIAR_TUNE_DEV_FLAT) /* the small-message paths */
         mean *= skew;
     if (*us < 0 || mean < *us)
@@ -200,21 +267,49 @@ static int candidates(const hiar_comm_t *comm, int *cand)
     return n;
 }
 
-/* Canaries (agreed: a candidate wrong on any rank is dropped), then the timed ladder, agreed. */
-static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *seconds)
+/* The timed ladder on stream, each size's candidates alternating over the rounds, dtypes and modes. */
+static hiar_result_t ladder(hiar_comm_t *comm, const int *cand, int ncand, void *send, void *recv, void *stream,
+                            uint64_t start)
 {
-    enum { N = HIAR_TUNE_DEV_NDTYPES * HIAR_TUNE_DEV_COUNT * HIAR_TUNE_DEV_NSIZES };
     hiar_tune_dev_table_t *t = &comm->tune.dev;
-    int cand[HIAR_TUNE_DEV_COUNT], ok[HIAR_TUNE_DEV_COUNT], ncand = candidates(comm, cand), stop = 0;
-    uint64_t start = hiar_now_ns();
+    int stop = 0;
     double skew;
 
     HIAR_CHECK(hiar_tune_skew(comm, &skew));
+    for (t->nsizes = 0; t->nsizes < HIAR_TUNE_DEV_NSIZES && !stop;) {
+        int i = t->nsizes++, taken;
+        hiar_plan_input_t in;
+        t->builtin[i] = (unsigned char)hiar_plan_tune_candidate(
+            plan_along(comm, HIAR_TUNE_DEV_BUILTIN, hiar_tune_dev_size(i), &in, &taken));
+        for (int r = 0; r < DEV_ROUNDS; r++)
+            for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+                for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+                    for (int c = 0; c < ncand; c++)
+                        if (!t->dropped[cand[c]])
+                            HIAR_CHECK(time_along(comm, m, cand[c], send, recv, hiar_tune_dev_size(i),
+                                                  hiar_tune_dev_dtype(d), skew, stream, &t->us[m][d][cand[c]][i]));
+        stop = hiar_now_ns() - start > DEV_BUDGET_NS;
+        HIAR_CHECK(hiar_net_max(comm->mpi, &stop, 1));
+    }
+    return HIAR_SUCCESS;
+}
+
+/* Canaries (agreed: a candidate wrong on any rank is dropped), then the timed ladder, agreed. */
+static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *seconds)
+{
+    enum { N = HIAR_TUNE_DEV_NMODES * HIAR_TUNE_DEV_NDTYPES * HIAR_TUNE_DEV_COUNT * HIAR_TUNE_DEV_NSIZES };
+    hiar_tune_dev_table_t *t = &comm->tune.dev;
+    int cand[HIAR_TUNE_DEV_COUNT], ok[HIAR_TUNE_DEV_COUNT], ncand = candidates(comm, cand);
+    uint64_t start = hiar_now_ns();
+    void *stream = NULL;
+    hiar_result_t rc;
+
     memset(t, 0, sizeof(*t));
-    for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
-        for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
-            for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++)
-                t->us[d][k][i] = -1.0;
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+            for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+                for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++)
+                    t->us[m][d][k][i] = -1.0;
     for (int c = 0; c < ncand; c++)
         HIAR_CHECK(canary(comm, cand[c], send, recv, &ok[c]));
     HIAR_CHECK(hiar_net_min(comm->mpi, ok, ncand));
@@ -224,21 +319,12 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
             HIAR_WARN(INIT, "tuning: device path %s gave a wrong sum in its check (%d int32 of known values): "
                             "dropped", hiar_tune_dev_name(cand[c]), HIAR_TUNE_CANARY_COUNT);
     }
-    for (t->nsizes = 0; t->nsizes < HIAR_TUNE_DEV_NSIZES && !stop;) {
-        int i = t->nsizes++, taken;
-        hiar_plan_input_t in;
-        t->builtin[i] = (unsigned char)hiar_plan_tune_candidate(
-            plan_along(comm, HIAR_TUNE_DEV_BUILTIN, hiar_tune_dev_size(i), &in, &taken));
-        for (int r = 0; r < DEV_ROUNDS; r++)
-            for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
-                for (int c = 0; c < ncand; c++)
-                    if (!t->dropped[cand[c]])
-                        HIAR_CHECK(time_along(comm, cand[c], send, recv, hiar_tune_dev_size(i),
-                                              hiar_tune_dev_dtype(d), skew, &t->us[d][cand[c]][i]));
-        stop = hiar_now_ns() - start > DEV_BUDGET_NS;
-        HIAR_CHECK(hiar_net_max(comm->mpi, &stop, 1));
-    }
-    return hiar_tune_agree(comm->mpi, &t->us[0][0][0], N, start, seconds);
+    rc = hiar_net_agree(comm->mpi, hiar_cuda_stream_create(&stream), "tuning: cudaStreamCreate");
+    if (rc == HIAR_SUCCESS)
+        rc = ladder(comm, cand, ncand, send, recv, stream, start);
+    hiar_cuda_stream_destroy(stream);
+    HIAR_CHECK(rc);
+    return hiar_tune_agree(comm->mpi, &t->us[0][0][0][0], N, start, seconds);
 }
 
 hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
@@ -263,7 +349,8 @@ hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
     hiar_cuda_mem_free(recv);
     if (rc != HIAR_SUCCESS || !ok)
         return rc;
-    hiar_tune_dev_choose(&comm->tune.dev, comm->tune.limits.device);
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        hiar_tune_dev_choose(&comm->tune.dev, m, comm->tune.limits.device[m]);
     comm->tune.limits.device_n = comm->tune.dev.nsizes;
     comm->tune.dev_measured = 1;
     return HIAR_SUCCESS;

@@ -85,7 +85,7 @@ static void remove_dir(const char *dir)
 
 Test(tune, cache_round_trip_mode_0600_folders_0700)
 {
-    hiar_tune_limits_t l = {16384, 4096, {0}, 0}, got = {0, 0, {0}, 0};
+    hiar_tune_limits_t l = {16384, 4096, {{0}}, 0}, got = {0, 0, {{0}}, 0};
     char dir[256], path[512], why[256], sig[256];
     struct stat st;
 
@@ -123,7 +123,7 @@ Test(tune, cache_concurrent_writers_leave_one_whole_file)
     snprintf(path, sizeof(path), "%s/tune.txt", dir);
     for (int k = 0; k < 2; k++)
         if ((kids[k] = fork()) == 0) {
-            hiar_tune_limits_t l = {(size_t)(k + 1) * 1024, (size_t)(k + 1) * 1024, {0}, 0};
+            hiar_tune_limits_t l = {(size_t)(k + 1) * 1024, (size_t)(k + 1) * 1024, {{0}}, 0};
             int bad = 0;
             for (int i = 0; i < 200; i++)
                 bad += hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.1) != HIAR_SUCCESS;
@@ -150,10 +150,10 @@ Test(tune, cache_absent)
 }
 
 /* Writes text as the cache file and reads it for signature "s"; why gets the reason. */
-static hiar_tune_cache_t read_text(const char *text, char *why, size_t len)
+/* The cache that text makes, read into *got for signature "s". */
+static hiar_tune_cache_t read_text_limits(const char *text, hiar_tune_limits_t *got, char *why, size_t len)
 {
     char path[256];
-    hiar_tune_limits_t got = {1, 1, {0}, 0};
     hiar_tune_cache_t rc;
     FILE *f;
 
@@ -162,8 +162,16 @@ static hiar_tune_cache_t read_text(const char *text, char *why, size_t len)
     cr_assert(f);
     fputs(text, f);
     fclose(f);
-    rc = hiar_tune_cache_read(path, "s", &got, why, len, NULL, 0);
+    rc = hiar_tune_cache_read(path, "s", got, why, len, NULL, 0);
     unlink(path);
+    return rc;
+}
+
+static hiar_tune_cache_t read_text(const char *text, char *why, size_t len)
+{
+    hiar_tune_limits_t got = {1, 1, {{0}}, 0};
+    hiar_tune_cache_t rc = read_text_limits(text, &got, why, len);
+
     if (rc != HIAR_TUNE_CACHE_LOADED)
         cr_expect(got.shm_oneshot_max == 1 && got.hier_oneshot_max == 1, "an ignored file must not set the limits");
     return rc;
@@ -313,11 +321,11 @@ Test(tune, dev_bucket_is_the_nearest_size)
     cr_expect_null(hiar_tune_dev_name(HIAR_TUNE_DEV_COUNT));
 }
 
-/* Path k's time at size i, the same on every dtype. */
+/* Path k's time at size i of eager calls, the same on every dtype. */
 static void set_both(hiar_tune_dev_table_t *t, int k, int i, double us)
 {
     for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
-        t->us[d][k][i] = us;
+        t->us[HIAR_TUNE_DEV_EAGER][d][k][i] = us;
 }
 
 /* Sizes 0..4: LL built-in at 5 us; push 4.9 (within the margin), 4.0, 9, and LL not timed at 3. */
@@ -342,9 +350,9 @@ Test(tune, dev_choose_per_size)
     set_both(&t, HIAR_TUNE_DEV_LL, 3, -1); /* not a candidate there: the best timed one */
     set_both(&t, HIAR_TUNE_DEV_PUSH, 3, 7.0);
     /* faster on bfloat16 only: not taken */
-    t.us[0][HIAR_TUNE_DEV_PULL][5] = 3.0;
-    t.us[1][HIAR_TUNE_DEV_PULL][5] = 6.0;
-    hiar_tune_dev_choose(&t, c);
+    t.us[HIAR_TUNE_DEV_EAGER][0][HIAR_TUNE_DEV_PULL][5] = 3.0;
+    t.us[HIAR_TUNE_DEV_EAGER][1][HIAR_TUNE_DEV_PULL][5] = 6.0;
+    hiar_tune_dev_choose(&t, HIAR_TUNE_DEV_EAGER, c);
     cr_expect_eq(c[0], HIAR_TUNE_DEV_BUILTIN, "within the margin the built-in path stays");
     cr_expect_eq(c[1], HIAR_TUNE_DEV_PUSH);
     cr_expect_eq(c[2], HIAR_TUNE_DEV_TWOSHOT);
@@ -352,18 +360,59 @@ Test(tune, dev_choose_per_size)
     cr_expect_eq(c[4], HIAR_TUNE_DEV_BUILTIN, "nothing but the built-in path timed");
     cr_expect_eq(c[5], HIAR_TUNE_DEV_BUILTIN, "faster on one dtype, slower on the other");
     cr_expect_eq(c[6], HIAR_TUNE_DEV_BUILTIN, "past the sizes timed");
-    t.us[1][HIAR_TUNE_DEV_PULL][5] = 4.8;
+    t.us[HIAR_TUNE_DEV_EAGER][1][HIAR_TUNE_DEV_PULL][5] = 4.8;
     t.dropped[HIAR_TUNE_DEV_LL] = 1;
     set_both(&t, HIAR_TUNE_DEV_TWOSHOT, 4, 50.0);
-    hiar_tune_dev_choose(&t, c);
+    hiar_tune_dev_choose(&t, HIAR_TUNE_DEV_EAGER, c);
     cr_expect_eq(c[0], HIAR_TUNE_DEV_PUSH, "a dropped built-in path gives way to any other");
     cr_expect_eq(c[4], HIAR_TUNE_DEV_TWOSHOT);
     cr_expect_eq(c[5], HIAR_TUNE_DEV_PULL);
 }
 
+/* Graph calls are chosen from their own timings: faster in a graph is not faster eagerly, and the reverse. */
+Test(tune, dev_choose_per_mode)
+{
+    hiar_tune_dev_table_t t;
+    unsigned char eager[HIAR_TUNE_DEV_NSIZES], graph[HIAR_TUNE_DEV_NSIZES];
+
+    memset(&t, 0, sizeof(t));
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++)
+            for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+                for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++)
+                    t.us[m][d][k][i] = -1;
+    t.nsizes = 3;
+    for (int i = 0; i < 3; i++) {
+        t.builtin[i] = HIAR_TUNE_DEV_PUSH;
+        for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+            for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++) {
+                t.us[m][d][HIAR_TUNE_DEV_PUSH][i] = 10.0;
+                t.us[m][d][HIAR_TUNE_DEV_PULL][i] = 10.0;
+            }
+    }
+    for (int d = 0; d < HIAR_TUNE_DEV_NDTYPES; d++) {
+        t.us[HIAR_TUNE_DEV_GRAPH][d][HIAR_TUNE_DEV_PULL][0] = 8.0; /* graphs only */
+        t.us[HIAR_TUNE_DEV_EAGER][d][HIAR_TUNE_DEV_PULL][1] = 8.0; /* eager only */
+        t.us[HIAR_TUNE_DEV_GRAPH][d][HIAR_TUNE_DEV_PUSH][2] = -1;  /* not timed in a graph */
+        t.us[HIAR_TUNE_DEV_GRAPH][d][HIAR_TUNE_DEV_PULL][2] = 12.0;
+    }
+    hiar_tune_dev_choose(&t, HIAR_TUNE_DEV_EAGER, eager);
+    hiar_tune_dev_choose(&t, HIAR_TUNE_DEV_GRAPH, graph);
+    cr_expect_eq(eager[0], HIAR_TUNE_DEV_BUILTIN);
+    cr_expect_eq(graph[0], HIAR_TUNE_DEV_PULL);
+    cr_expect_eq(eager[1], HIAR_TUNE_DEV_PULL);
+    cr_expect_eq(graph[1], HIAR_TUNE_DEV_BUILTIN);
+    cr_expect_eq(graph[2], HIAR_TUNE_DEV_PULL, "the built-in path not timed in a graph: the best timed one");
+    cr_expect_str_eq(hiar_tune_dev_mode_name(HIAR_TUNE_DEV_GRAPH), "graph");
+}
+
 Test(tune, cache_device_line_round_trip_and_corrupt)
 {
-    hiar_tune_limits_t l = {16384, 4096, {HIAR_TUNE_DEV_BUILTIN, HIAR_TUNE_DEV_PULL, HIAR_TUNE_DEV_FLAT}, 3}, got;
+    hiar_tune_limits_t l = {16384, 4096,
+                            {{HIAR_TUNE_DEV_BUILTIN, HIAR_TUNE_DEV_PULL, HIAR_TUNE_DEV_FLAT},
+                             {HIAR_TUNE_DEV_LL, HIAR_TUNE_DEV_PULL, HIAR_TUNE_DEV_BUILTIN}},
+                            3},
+                       got;
     static const char *const bad[] = {
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll nosuch\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice\n",
@@ -371,6 +420,9 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice a b c d e f g h i j k\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat flat flat flat flat flat "
         "flat flat flat flat flat\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat hier\ndevice-graph flat\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice-graph flat\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat\ndevice-graph nosuch\n",
     };
     char dir[256], path[512], why[512], text[512];
 
@@ -380,7 +432,16 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     memset(&got, 0, sizeof(got));
     cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
     cr_expect_eq(got.device_n, 3);
-    cr_expect(memcmp(got.device, l.device, 3) == 0);
+    cr_expect(memcmp(got.device[HIAR_TUNE_DEV_EAGER], l.device[HIAR_TUNE_DEV_EAGER], 3) == 0);
+    cr_expect(memcmp(got.device[HIAR_TUNE_DEV_GRAPH], l.device[HIAR_TUNE_DEV_GRAPH], 3) == 0);
+    /* A cache without graph choices: captured calls take the eager ones. */
+    snprintf(text, sizeof(text), "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll "
+             "ipc-pull\n", hiar_version());
+    memset(&got, 0, sizeof(got));
+    cr_expect_eq(read_text_limits(text, &got, why, sizeof(why)), HIAR_TUNE_CACHE_LOADED, "%s", why);
+    cr_expect_eq(got.device_n, 2);
+    cr_expect_eq(got.device[HIAR_TUNE_DEV_GRAPH][0], HIAR_TUNE_DEV_LL);
+    cr_expect_eq(got.device[HIAR_TUNE_DEV_GRAPH][1], HIAR_TUNE_DEV_PULL);
     /* A cache written before device paths were tuned: loaded, none tuned. */
     l.device_n = 0;
     cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
