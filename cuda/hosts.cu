@@ -352,8 +352,8 @@ extern "C" hiar_result_t hiar_hosts_gpu_status(const hiar_hosts_gpu_t *g)
     volatile const int *status = &g->ctl.host->status;
 
     if (*status == HIAR_TIMEOUT)
-        return hiar_error_set(HIAR_TIMEOUT, "a kernel of the step between hosts gave up waiting for the MPI step, "
-                                            "or for the kernel of an earlier call on another stream "
+        return hiar_error_set(HIAR_TIMEOUT, "a kernel of the comm gave up waiting for its peers, the MPI step "
+                                            "between hosts, or an earlier call's kernel on another stream "
                                             "(HIAR_TIMEOUT_MS=%llu ms)", (unsigned long long)(g->timeout_ns / 1000000u));
     return HIAR_SUCCESS;
 }

@@ -21,7 +21,8 @@ static int owner_in(const hiar_grouping_t *g, int grp, int s)
 /*
  * Why the counterparts of some shard cannot exchange on the GPU; NULL if
  * every shard's can: on one host, or (*per_host groups on each) within each
- * host.  The same on every rank.
+ * host.  The same on every rank, but *per_host -1 where this rank had no
+ * memory to count the groups.
  */
 static const char *unfit(const hiar_tier_t *t, const hiar_topo_fact_t *facts, int *per_host)
 {
@@ -43,6 +44,10 @@ static const char *unfit(const hiar_tier_t *t, const hiar_topo_fact_t *facts, in
         return "the groups span hosts, one on each";
     if (n == 0)
         return "the groups span hosts unevenly: groups of different sizes, or hosts with different numbers of them";
+    if (n < 0) { /* this rank's alone: the allocations' agreement (hiar_between_setup) takes it */
+        *per_host = -1;
+        return NULL;
+    }
     if (n > HIAR_IPC_MAX_GROUP)
         return "more than 8 groups on a host";
     *per_host = n;
@@ -210,7 +215,7 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
     }
     /* Agreed before any set of counterparts starts its collective setup. */
     b->shard = calloc((size_t)t->nshards, sizeof(*b->shard));
-    ok = b->shard != NULL && (!per_host || per_host_alloc(b, per_host));
+    ok = b->shard != NULL && per_host >= 0 && (!per_host || per_host_alloc(b, per_host));
     if (!ok)
         snprintf(b->why, sizeof(b->why), "mpi (cannot allocate the step between %d groups)", t->groups.ngroups);
     HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
@@ -225,7 +230,7 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
             snprintf(b->why, sizeof(b->why), "mpi (neither CUDA IPC nor pinned host memory could connect the counterparts of another rank)");
         if (t->rank == 0)
             HIAR_WARN(IPC, "the step between groups goes over MPI through pinned host memory%s: %s",
-                      per_host ? "" : ", blocking and not capturable", b->why);
+                      per_host > 0 ? "" : ", blocking and not capturable", b->why);
         hiar_between_free(b, HIAR_TEARDOWN_COLLECTIVE);
         b->nshards = t->nshards;
         return HIAR_SUCCESS;

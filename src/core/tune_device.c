@@ -196,7 +196,7 @@ static hiar_result_t time_eager(const along_t *a, size_t iters, uint64_t *ns)
 /* Nanoseconds of replays of a graph of DEV_GRAPH_CALLS calls along a, after one to upload it. */
 static hiar_result_t time_graph(const along_t *a, size_t replays, uint64_t *ns)
 {
-    void *exec;
+    void *exec = NULL;
     hiar_result_t rc = hiar_cuda_graph_capture(a->stream, run_graph_calls, (void *)a, &exec);
     uint64_t t0 = 0;
 
@@ -204,6 +204,8 @@ static hiar_result_t time_graph(const along_t *a, size_t replays, uint64_t *ns)
         rc = hiar_cuda_graph_launch(exec, a->stream);
     if (rc == HIAR_SUCCESS)
         rc = hiar_cuda_sync(a->stream);
+    /* A rank that failed tells the others, which would wait for it in the barrier and the replays. */
+    rc = hiar_net_agree(a->comm->mpi, rc, "tuning: a captured graph");
     if (rc == HIAR_SUCCESS)
         rc = hiar_net_barrier(a->comm->mpi);
     t0 = hiar_now_ns();

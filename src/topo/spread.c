@@ -44,9 +44,8 @@ int hiar_topo_groups_per_host(const hiar_topo_fact_t *facts, const hiar_grouping
 {
     int *host = malloc(sizeof(int) * (size_t)g->ngroups), n = 0;
 
-    /* Without memory the groups are taken as uneven: the step between them stays over MPI, which is correct. */
     if (!host)
-        return 0;
+        return -1;
     for (int grp = 0; grp < g->ngroups; grp++)
         host[grp] = group_host(facts, g, grp);
     n = count_alike(host, g);

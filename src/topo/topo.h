@@ -168,7 +168,8 @@ int hiar_topo_host_label(const hiar_topo_fact_t *facts, int r);
 /*
  * How groups that span hosts share them: the number of groups on every host
  * where each group lies on one host, every group has the same size and
- * every host the same number of groups; 0 where they do not.  Then each
+ * every host the same number of groups; 0 where they do not; -1 without
+ * memory to count them (a rank's own outcome: agree on it).  Then each
  * host's owners of a shard can reduce it among themselves before one copy
  * of it crosses between the hosts (core/between.c).
  */
