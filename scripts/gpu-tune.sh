@@ -82,6 +82,27 @@ if [[ $modes == *device* ]]; then
         >"$out/tune-skew.log" 2>&1
     grep -E "WARN|device paths tuned" "$out/tune-skew.log" | head -5 | tee -a "$out/summary.txt"
 fi
+if [[ $modes == *device* ]]; then
+    # Graph choices of their own: a cache whose device-graph line says ipc-pull at every size (the eager line
+    # left as tuned). test_gpu's captured calls then run pull, its eager ones the eager choices: all must pass,
+    # and the PLAN trace of a captured bench run must name ipc-pull.
+    echo "== device-graph choices from the cache: ipc-pull in graphs only" | tee -a "$out/summary.txt"
+    cache=$out/cache-graph.txt
+    HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench 2 "" -m device --tune >"$out/tune-graph.log" 2>&1
+    awk '/^device /{ n = NF - 1; line = "device-graph"; for (i = 0; i < n; i++) line = line " ipc-pull"; print;
+                     print line; next } /^device-graph /{ next } { print }' "$cache" >"$cache.new" && mv "$cache.new" "$cache"
+    grep -E "^device" "$cache" | tee -a "$out/summary.txt"
+    HIAR_TUNE_CACHE=$cache timeout 200 mpirun --oversubscribe --bind-to none -np 2 -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS \
+        $mps ./tests/gpu/test_gpu --quick >"$out/graph-choice-tests.log" 2>&1
+    echo "-> exit $?; $(grep -E 'passed' "$out/graph-choice-tests.log" | tail -n 1)" | tee -a "$out/summary.txt"
+    for g in "" --graph; do
+        HIAR_TUNE_CACHE=$cache HIAR_DEBUG=TRACE HIAR_DEBUG_SUBSYS=PLAN timeout 100 mpirun --oversubscribe --bind-to none \
+            -np 2 -x HIAR_TUNE_CACHE -x HIAR_DEBUG -x HIAR_DEBUG_SUBSYS $mps ./bench/hiar-bench -m device \
+            -d bfloat16 --impl hiar -b 1K -e 4M -f 4 -n 5 -w 1 $g >"$out/graph-choice-bench$g.log" 2>&1
+        echo "  hiar-bench ${g:-eager}: $(grep -c 'ipc-pull' "$out/graph-choice-bench$g.log") PLAN lines name ipc-pull," \
+            "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/graph-choice-bench$g.log") sizes with 0 wrong" | tee -a "$out/summary.txt"
+    done
+fi
 for t in tune-np2 tune-np4; do
     echo "== tests/mpi/$t.test" | tee -a "$out/summary.txt"
     env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/mpi/$t.test >"$out/$t.log" 2>&1
