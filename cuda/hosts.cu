@@ -175,9 +175,16 @@ __device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
     }
 }
 
-/* Piece i is handed over once piece i - ring, the same block's on the same position, is reduced. */
+/*
+ * Piece i is handed over once piece i - ring, the same block's on the same
+ * position, is reduced.  At most half an SM a block (64 registers, as the
+ * two-shot kernel): with 82 (bf16) a block needed an SM to itself, and
+ * under CUDA MPS, with the other ranks' half-SM blocks spread over every
+ * SM, it could not start while the kernels it served spun waiting for it
+ * (8 ranks as 2 simulated hosts of 2 groups: hiar-bench hung at 16 MB).
+ */
 template <typename T>
-__global__ void __launch_bounds__(HIAR_THREADS) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
+__global__ void __launch_bounds__(HIAR_THREADS, 2) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,
                                                              int *failed, hosts_turns_t *turns, uint64_t timeout_ns,
                                                              int op, int divisor)
 {
