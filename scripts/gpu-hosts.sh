@@ -50,15 +50,24 @@ perhost_tests() {
     run perhost bash tests/gpu/kill.sh $mpi -np 8 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7" $as
 }
 # Side by side: the same comm with every group over MPI (HIAR_BETWEEN=mpi, as before), eager and graphs.
+# A stall reports within 20 s (where each job's pieces stood), and CUDA MPS restarts after a failed run: a job
+# whose kernels timed out can leave it refusing the next one ("device busy").
 perhost_bench() {
     local b="$bench --impl hiar -b 1K -e 64M -f 4 -n 20 -w 3"
     for groups in "8 0,1|2,3|4,5|6,7 4"; do
         set -- $groups
         for between in auto mpi; do
-            run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between $as $b
-            run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between $as $b --graph
+            for g in "" --graph; do
+                run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between \
+                    -x HIAR_TIMEOUT_MS=20000 $as $b $g || mps_restart
+            done
         done
     done
+}
+mps_restart() {
+    echo quit | nvidia-cuda-mps-control
+    sleep 2
+    nvidia-cuda-mps-control -d
 }
 # The MPI on device memory: Open MPI with --mca pml ucx over the CUDA UCX unpacked from $UCX_TAR.
 ucx_part() {
