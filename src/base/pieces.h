@@ -50,6 +50,26 @@ static inline hiar_pieces_t hiar_pieces_make(size_t bytes, size_t chunk, size_t 
     return g;
 }
 
+/*
+ * g narrowed to part p of nparts (on units) of the shard of each chunk, the
+ * shard cut once (as a reduce-scatter among nparts ranks over a shard that
+ * fits one of its chunks cuts it).
+ */
+static inline hiar_pieces_t hiar_pieces_part(hiar_pieces_t g, size_t unit, int nparts, int p)
+{
+    size_t lo, n;
+
+    hiar_pieces_shard(g.n, unit, nparts, p, &lo, &n);
+    g.lo += lo;
+    g.n = n;
+    hiar_pieces_shard(g.last_n, unit, nparts, p, &lo, &n);
+    g.last_lo += lo;
+    g.last_n = n;
+    g.per_full = (int)((g.n + g.piece - 1) / g.piece);
+    g.per_last = (int)((g.last_n + g.piece - 1) / g.piece);
+    return g;
+}
+
 HIAR_HD static inline int hiar_pieces_count(const hiar_pieces_t *g)
 {
     return g->nfull * g->per_full + g->per_last;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "base/log.h"
 #include "base/pieces.h"
 #include "base/reduce.h"
 #include "core/hier.h"
@@ -112,8 +113,12 @@ static hiar_result_t gpu_between(hiar_comm_t *comm, const hiar_call_t *c, size_t
  * the owners of this rank's part on every host allreduce it over MPI (on
  * the progress engine, else blocking, chunk by chunk of the counterparts'
  * kernel, which cut the parts alike); the counterparts all-gather the parts.
+ * Here for the bytes [off, off + bytes) of the output, shard s of one
+ * chunk; step: one half alone (the MPI step then runs once for the call,
+ * per_host_call), or HIAR_STEP_ALLREDUCE for all three.
  */
-static hiar_result_t per_host(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s)
+static hiar_result_t per_host(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s,
+                              hiar_step_t step)
 {
     hiar_between_t *b = &comm->gpu->between;
     hiar_call_t part = hiar_call_slice(c, off / c->esize, bytes / c->esize);
@@ -122,6 +127,8 @@ static hiar_result_t per_host(hiar_comm_t *comm, const hiar_call_t *c, size_t of
     part.out_window = NULL;
     part.nshards = b->hosts.nshards;
     part.plan.chunk = b->part_chunk;
+    if (step != HIAR_STEP_ALLREDUCE)
+        return hiar_between_part(b, s, &part, step);
     HIAR_CHECK(hiar_between_part(b, s, &part, HIAR_STEP_REDUCE_SCATTER));
     if (comm->gpu->hosts)
         HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, &part, &b->hosts));
@@ -134,36 +141,85 @@ static hiar_result_t per_host(hiar_comm_t *comm, const hiar_call_t *c, size_t of
     return hiar_between_part(b, s, &part, HIAR_STEP_ALLGATHER);
 }
 
-/*
- * Chunk by chunk (the plan's, the same in every group), the owned shards of
- * each between groups; over MPI, on the progress engine where there is one.
- */
-hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
+/* The step between groups of shard s of one chunk: its bytes [off, off + bytes) of the output. */
+static hiar_result_t between_shard(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s,
+                                   hiar_step_t step)
 {
-    hiar_side_t *d = &comm->gpu->side;
-    const hiar_tier_t *t = &d->tier;
+    if (c->plan.between != HIAR_KERNEL_NONE)
+        return gpu_between(comm, c, off, bytes, s);
+    if (comm->gpu->between.per_host)
+        return per_host(comm, c, off, bytes, s, step);
+    return device_between(comm, c, (char *)c->recvbuf + off, bytes, comm->gpu->side.tier.shard_comm[s]);
+}
+
+typedef hiar_result_t (*shard_fn_t)(hiar_comm_t *comm, const hiar_call_t *c, size_t off, size_t bytes, int s,
+                                    hiar_step_t step);
+
+/* fn(comm, c, off, bytes, s, step) for every owned shard s of every chunk of c (the plan's, the same in every
+ * group), chunk by chunk. */
+static hiar_result_t each_owned_shard(hiar_comm_t *comm, const hiar_call_t *c, hiar_step_t step, shard_fn_t fn)
+{
+    const hiar_tier_t *t = &comm->gpu->side.tier;
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
 
-    HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
-    if (c->plan.between == HIAR_KERNEL_NONE && comm->gpu->hosts && !comm->gpu->between.per_host) {
-        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
-        return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
-    }
     for (size_t c0 = 0; c0 < bytes; c0 += chunk) {
         size_t cbytes = bytes - c0 < chunk ? bytes - c0 : chunk;
         for (int s = t->local; s < t->nshards; s += t->local_size) {
             size_t lo, n;
             hiar_pieces_shard(cbytes, HIAR_IPC_SHARD_UNIT, t->nshards, s, &lo, &n);
-            if (!n)
-                continue;
-            if (c->plan.between != HIAR_KERNEL_NONE)
-                HIAR_CHECK(gpu_between(comm, c, c0 + lo, n, s));
-            else if (comm->gpu->between.per_host)
-                HIAR_CHECK(per_host(comm, c, c0 + lo, n, s));
-            else
-                HIAR_CHECK(device_between(comm, c, (char *)c->recvbuf + c0 + lo, n, t->shard_comm[s]));
+            if (n)
+                HIAR_CHECK(fn(comm, c, c0 + lo, n, s, step));
         }
     }
+    return HIAR_SUCCESS;
+}
+
+/*
+ * per_host over the whole call with one MPI step per owned shard on the
+ * progress engine (one job: one kernel, one slot and tags, captured or not),
+ * where every chunk's shard fits one chunk of the counterparts' kernel, so
+ * that each rank's part of it is one range (base/pieces.h, hiar_pieces_part).
+ * Whether it fits follows from agreed sizes only: every rank takes the same
+ * way, and the counterparts' kernels come in the same order everywhere.
+ */
+static int per_host_call_fits(const hiar_comm_t *comm, const hiar_call_t *c)
+{
+    const hiar_tier_t *t = &comm->gpu->side.tier;
+    size_t units = (c->plan.chunk + HIAR_IPC_SHARD_UNIT - 1) / HIAR_IPC_SHARD_UNIT;
+
+    return comm->gpu->hosts && ((units + (size_t)t->nshards - 1) / (size_t)t->nshards) * HIAR_IPC_SHARD_UNIT <=
+                                   comm->gpu->between.part_chunk;
+}
+
+static hiar_result_t per_host_call(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    const hiar_tier_t *t = &comm->gpu->side.tier;
+
+    HIAR_ASSERT(c->nshards == t->nshards);
+    HIAR_CHECK(each_owned_shard(comm, c, HIAR_STEP_REDUCE_SCATTER, per_host));
+    for (int s = t->local; s < t->nshards; s += t->local_size)
+        HIAR_CHECK(hiar_hosts_run_part(comm->gpu->hosts, c, s, &comm->gpu->between.hosts));
+    return each_owned_shard(comm, c, HIAR_STEP_ALLGATHER, per_host);
+}
+
+/*
+ * The reduce-scatter in the group, the owned shards between groups (on the
+ * progress engine where the MPI step has one: one job per shard for the
+ * whole call), the all-gather in the group.
+ */
+hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *d = &comm->gpu->side;
+    const hiar_tier_t *t = &d->tier;
+    int over_mpi = c->plan.between == HIAR_KERNEL_NONE;
+
+    HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
+    if (over_mpi && comm->gpu->hosts && !comm->gpu->between.per_host)
+        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
+    else if (over_mpi && comm->gpu->between.per_host && per_host_call_fits(comm, c))
+        HIAR_CHECK(per_host_call(comm, c));
+    else
+        HIAR_CHECK(each_owned_shard(comm, c, HIAR_STEP_ALLREDUCE, between_shard));
     return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
 }
 

@@ -401,18 +401,16 @@ static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, size_t n
     return HIAR_SUCCESS;
 }
 
-/* Shard s's pieces of c: lays them out in a slot, hands the job to the thread, launches its kernel. */
-static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t, int s, int capturing)
+/* The pieces of c over link: lays them out in a slot, hands the job to the thread, launches its kernel. */
+static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hiar_pieces_t pieces, int capturing)
 {
-    int link = h->link_of[s], slot = 0;
-    hiar_progress_job_t job = {.link = link, .persistent = capturing};
+    int slot = 0;
+    hiar_progress_job_t job = {.link = link, .persistent = capturing, .pieces = pieces};
     hiar_hosts_job_t k = {.data = c->recvbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */
 
     HIAR_ASSERT(link >= 0);
-    job.pieces = hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, t->nshards, s,
-                                  HOSTS_PIECE_BYTES);
     if (!(npieces = hiar_pieces_count(&job.pieces)))
         return HIAR_SUCCESS;
     k.n = h->port.size(h->port.ctx, link);
@@ -453,16 +451,38 @@ static hiar_result_t run_shard(hiar_hosts_t *h, const hiar_call_t *c, const hiar
     return HIAR_SUCCESS;
 }
 
+/* Whether c's stream is being captured, once the thread is known to be well and gone graphs' slots retired. */
+static hiar_result_t job_start(hiar_hosts_t *h, const hiar_call_t *c, int *capturing)
+{
+    HIAR_CHECK(hiar_hosts_status(h));
+    HIAR_CHECK(hiar_cuda_is_capturing(c->stream, capturing));
+    retire_gone(h);
+    return HIAR_SUCCESS;
+}
+
+static hiar_pieces_t shard_pieces(const hiar_call_t *c, int nshards, int s)
+{
+    return hiar_pieces_make(hiar_call_bytes(c), c->plan.chunk, HIAR_IPC_SHARD_UNIT, nshards, s, HOSTS_PIECE_BYTES);
+}
+
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
 {
     int capturing;
 
-    HIAR_CHECK(hiar_hosts_status(h));
-    HIAR_CHECK(hiar_cuda_is_capturing(c->stream, &capturing));
-    retire_gone(h);
+    HIAR_CHECK(job_start(h, c, &capturing));
     for (int s = t->local; s < t->nshards; s += t->local_size)
-        HIAR_CHECK(run_shard(h, c, t, s, capturing));
+        HIAR_CHECK(run_job(h, c, h->link_of[s], shard_pieces(c, t->nshards, s), capturing));
     return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, const hiar_tier_t *parts)
+{
+    int capturing;
+    hiar_pieces_t g = hiar_pieces_part(shard_pieces(c, c->nshards, s), HIAR_IPC_SHARD_UNIT, parts->nshards,
+                                       parts->local);
+
+    HIAR_CHECK(job_start(h, c, &capturing));
+    return run_job(h, c, h->link_of[parts->local], g, capturing);
 }
 
 hiar_result_t hiar_hosts_status(hiar_hosts_t *h)

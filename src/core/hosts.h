@@ -48,6 +48,15 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
  */
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
 
+/*
+ * Groups on several hosts, as many on each (core/between.h, per_host): the
+ * step of c for this rank's part (parts->local of parts->nshards, the tier
+ * set up with the links) of shard s (of c->nshards) of every chunk, in one
+ * job, where the owners of the shard on this host reduce-scattered each
+ * chunk's shard in one go (it fits a chunk of theirs).
+ */
+hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, const hiar_tier_t *parts);
+
 /* HIAR_TIMEOUT or the thread's error once there is one. */
 hiar_result_t hiar_hosts_status(hiar_hosts_t *h);
 void hiar_hosts_abort(hiar_hosts_t *h);

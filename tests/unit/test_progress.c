@@ -628,29 +628,48 @@ static void test_warm(int n, int positions, int stall, const warm_ladder_t *l)
     expect(ok, what);
 }
 
+/* [*lo, *hi) of part p of nparts of [lo, hi), on units from lo, as a reduce-scatter over that range cuts it. */
+static void part_of(size_t unit, int nparts, int p, size_t *lo, size_t *hi)
+{
+    size_t n = *hi > *lo ? *hi - *lo : 0, plo, phi;
+
+    hiar_range_scaled((n + unit - 1) / unit, unit, nparts, p, &plo, &phi);
+    phi = phi < n ? phi : n;
+    plo = plo < phi ? plo : phi;
+    *hi = *lo + phi;
+    *lo += plo;
+}
+
 /*
  * base/pieces.h against the loop it replaces: chunk after chunk, the
- * shard's range cut from its start in steps of `piece`.
+ * shard's range (and with parts, part p of it) cut from its start in steps
+ * of `piece`.
  */
 static void test_pieces(void)
 {
     static const size_t bytes[] = {1, 64, 1000, 4096, 65537, 1 << 20, (5 << 20) + 12345};
     static const size_t chunks[] = {64, 4096, 100000, 1 << 20};
     static const int nshards[] = {1, 2, 3, 7};
+    enum { NPARTS = 6 };
+    static const int parts[NPARTS][2] = {{1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {3, 2}}; /* of how many, which */
     int bad = 0, cases = 0;
 
     for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++)
         for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
             for (size_t k = 0; k < sizeof(nshards) / sizeof(nshards[0]); k++)
-                for (int s = 0; s < nshards[k]; s++) {
+                for (int sp = 0; sp < nshards[k] * NPARTS; sp++) {
+                    int s = sp / NPARTS, np = parts[sp % NPARTS][0], p = parts[sp % NPARTS][1];
                     size_t unit = 64, piece = 4000, chunk = chunks[c] * (size_t)nshards[k];
                     hiar_pieces_t g = hiar_pieces_make(bytes[b], chunk, unit, nshards[k], s, piece);
                     size_t largest = 0;
                     int i = 0;
+                    if (np > 1)
+                        g = hiar_pieces_part(g, unit, np, p);
                     for (size_t c0 = 0; c0 < bytes[b]; c0 += chunk) {
                         size_t cbytes = bytes[b] - c0 < chunk ? bytes[b] - c0 : chunk, lo, hi;
                         hiar_range_scaled((cbytes + unit - 1) / unit, unit, nshards[k], s, &lo, &hi);
                         hi = hi < cbytes ? hi : cbytes;
+                        part_of(unit, np, p, &lo, &hi);
                         for (size_t off = lo; off < hi; off += piece, i++) {
                             size_t want = hi - off < piece ? hi - off : piece, got_off = 0, got = 0;
                             if (i < hiar_pieces_count(&g))
@@ -663,7 +682,8 @@ static void test_pieces(void)
                     cases++;
                 }
     printf("pieces: %d layouts checked, %d wrong\n", cases, bad);
-    expect(bad == 0, "pieces: every layout's pieces are the chunks' shard ranges cut in order, and the largest");
+    expect(bad == 0, "pieces: every layout's pieces are the chunks' shard ranges (or parts of them, cut once) cut in "
+                     "order, and the largest");
 }
 
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
