@@ -385,9 +385,6 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
     if (!c.version[0] || !c.signature[0] || c.nlimits != 3)
         return ignored(why, whylen, "corrupt: it lacks %s",
                        !c.version[0] ? "its version" : !c.signature[0] ? "its signature" : "a limit");
-    if (c.device_n[HIAR_TUNE_DEV_GRAPH] >= 0 && c.device_n[HIAR_TUNE_DEV_GRAPH] != c.device_n[HIAR_TUNE_DEV_EAGER])
-        return ignored(why, whylen, "corrupt: %d device paths for graphs, %d for eager calls (expected as many)",
-                       c.device_n[HIAR_TUNE_DEV_GRAPH], c.device_n[HIAR_TUNE_DEV_EAGER]);
     /* No graph line: captured calls take the eager choices. */
     c.l.device_n = c.device_n[HIAR_TUNE_DEV_EAGER] > 0 ? c.device_n[HIAR_TUNE_DEV_EAGER] : 0;
     if (c.device_n[HIAR_TUNE_DEV_GRAPH] < 0)
@@ -396,6 +393,9 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
         return ignored(why, whylen, "written by hiar %s, this is %s", c.version, hiar_version());
     if (signature && strcmp(c.signature, signature) != 0)
         return ignored(why, whylen, "of another signature (%s; this comm's: %s)", c.signature, signature);
+    if (c.device_n[HIAR_TUNE_DEV_GRAPH] >= 0 && c.device_n[HIAR_TUNE_DEV_GRAPH] != c.device_n[HIAR_TUNE_DEV_EAGER])
+        return ignored(why, whylen, "corrupt: %d device paths for graphs, %d for eager calls (expected as many)",
+                       c.device_n[HIAR_TUNE_DEV_GRAPH], c.device_n[HIAR_TUNE_DEV_EAGER]);
     *l = c.l;
     return HIAR_TUNE_CACHE_LOADED;
 }

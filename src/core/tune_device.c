@@ -180,10 +180,13 @@ static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, in
 /* Nanoseconds of iters eager calls along a, after one to start with. */
 static hiar_result_t time_eager(const along_t *a, size_t iters, uint64_t *ns)
 {
+    hiar_result_t rc = run_along(a);
     uint64_t t0;
 
-    HIAR_CHECK(run_along(a));
-    HIAR_CHECK(hiar_cuda_sync(a->stream));
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_sync(a->stream);
+    /* A rank that failed tells the others, which would wait for it in the barrier and the timed calls. */
+    HIAR_CHECK(hiar_net_agree(a->comm->mpi, rc, "tuning: a first call"));
     HIAR_CHECK(hiar_net_barrier(a->comm->mpi));
     t0 = hiar_now_ns();
     for (size_t i = 0; i < iters; i++)
