@@ -177,46 +177,50 @@ static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, in
     return HIAR_SUCCESS;
 }
 
-/* Nanoseconds of iters eager calls along a, after one to start with. */
-static hiar_result_t time_eager(const along_t *a, size_t iters, uint64_t *ns)
+/* One eager call along a (exec unused), or one replay of the graph exec: a round of time_rounds. */
+static hiar_result_t eager_call(const along_t *a, void *exec)
 {
-    hiar_result_t rc = run_along(a);
+    (void)exec;
+    return run_along(a);
+}
+
+static hiar_result_t graph_replay(const along_t *a, void *exec)
+{
+    return hiar_cuda_graph_launch(exec, a->stream);
+}
+
+/*
+ * Nanoseconds of n rounds on a's stream, after one that starts them (a
+ * graph's upload); a rank whose first round failed tells the others, which
+ * would wait for it in the barrier and the timed rounds.
+ */
+static hiar_result_t time_rounds(const along_t *a, hiar_result_t (*once)(const along_t *, void *), void *exec,
+                                 size_t n, uint64_t *ns)
+{
+    hiar_result_t rc = once(a, exec);
     uint64_t t0;
 
     if (rc == HIAR_SUCCESS)
         rc = hiar_cuda_sync(a->stream);
-    /* A rank that failed tells the others, which would wait for it in the barrier and the timed calls. */
     HIAR_CHECK(hiar_net_agree(a->comm->mpi, rc, "tuning: a first call"));
     HIAR_CHECK(hiar_net_barrier(a->comm->mpi));
     t0 = hiar_now_ns();
-    for (size_t i = 0; i < iters; i++)
-        HIAR_CHECK(run_along(a));
+    for (size_t i = 0; i < n; i++)
+        HIAR_CHECK(once(a, exec));
     HIAR_CHECK(hiar_cuda_sync(a->stream));
     *ns = hiar_now_ns() - t0;
     return HIAR_SUCCESS;
 }
 
-/* Nanoseconds of replays of a graph of DEV_GRAPH_CALLS calls along a, after one to upload it. */
+/* Nanoseconds of replays of a graph of DEV_GRAPH_CALLS calls along a (its capture agreed over the comm). */
 static hiar_result_t time_graph(const along_t *a, size_t replays, uint64_t *ns)
 {
     void *exec = NULL;
     hiar_result_t rc = hiar_cuda_graph_capture(a->stream, run_graph_calls, (void *)a, &exec);
-    uint64_t t0 = 0;
 
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_cuda_graph_launch(exec, a->stream);
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_cuda_sync(a->stream);
-    /* A rank that failed tells the others, which would wait for it in the barrier and the replays. */
     rc = hiar_net_agree(a->comm->mpi, rc, "tuning: a captured graph");
     if (rc == HIAR_SUCCESS)
-        rc = hiar_net_barrier(a->comm->mpi);
-    t0 = hiar_now_ns();
-    for (size_t i = 0; rc == HIAR_SUCCESS && i < replays; i++)
-        rc = hiar_cuda_graph_launch(exec, a->stream);
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_cuda_sync(a->stream);
-    *ns = hiar_now_ns() - t0;
+        rc = time_rounds(a, graph_replay, exec, replays, ns);
     hiar_cuda_graph_destroy(exec);
     return rc;
 }
@@ -245,7 +249,7 @@ static hiar_result_t time_along(hiar_comm_t *comm, int m, int k, const void *sen
         HIAR_CHECK(time_graph(&a, iters, &ns));
         iters *= DEV_GRAPH_CALLS;
     } else
-        HIAR_CHECK(time_eager(&a, iters, &ns));
+        HIAR_CHECK(time_rounds(&a, eager_call, NULL, iters, &ns));
     mean = (double)ns / 1e3 / (double)iters;
     if (k == HIAR_TUNE_DEV_LL || k == HIAR_TUNE_DEV_FLAT) /* the small-message paths */
         mean *= skew;
