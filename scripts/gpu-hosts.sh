@@ -71,7 +71,7 @@ mps_restart() {
 }
 # The MPI on device memory: Open MPI with --mca pml ucx over the CUDA UCX unpacked from $UCX_TAR.
 ucx_part() {
-    [ -n "${UCX_TAR:-}" ] || return 0
+    [ -n "${UCX_TAR:-}" ] || { echo "ucx: skipped, no UCX_TAR (the CUDA UCX tarball)" | tee -a "$out/summary.txt"; return 0; }
     mkdir -p /tmp/hiar-ucx && tar xJf "$UCX_TAR" -C /tmp/hiar-ucx
     local lib=/tmp/hiar-ucx/ucx-cu13/libucx/lib
     local u="$m4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-}"
