@@ -152,10 +152,11 @@ extern "C" void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int m
     }
 
     unsigned ll = (unsigned)hiar_ipc_oneshot_per_sm(1), push = (unsigned)hiar_ipc_oneshot_per_sm(0);
-    unsigned ll_norm = (unsigned)hiar_ipc_norm_per_sm();
+    unsigned ll_norm = (unsigned)hiar_ipc_norm_per_sm(1), rows_norm = (unsigned)hiar_ipc_norm_per_sm(0);
     unsigned twoshot = (unsigned)hiar_ipc_twoshot_per_sm();
 
     ll = ll_norm < ll ? ll_norm : ll;
+    twoshot = rows_norm < twoshot ? rows_norm : twoshot;
     /* Mixed: every kernel in half an SM (push, which takes a whole one, is not used then: core/plan.c). */
     if (mixed) {
         ll = ll < 2 ? ll : 2;
@@ -233,6 +234,11 @@ extern "C" hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *
                                                     hiar_ipc_chunk_bytes(a->slot_bytes, a->n, a->n))
                           : hiar_ipc_launch_oneshot(a, call, call->plan.kernel);
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "allreduce kernel launch");
+}
+
+extern "C" int hiar_ipc_norm_fuses(const hiar_ipc_t *ipc, const hiar_call_t *call)
+{
+    return hiar_ipc_norm_fits(&ipc->args, call);
 }
 
 extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *call, hiar_step_t step, size_t chunk)

@@ -119,8 +119,9 @@ static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), un
  * device (90 for sm_90), 0 if unknown. */
 int hiar_ipc_oneshot_per_sm(int ll);
 int hiar_ipc_twoshot_per_sm(void);
-/* ... and of the LL kernel with a norm fused in, which counts in the LL caps. */
-int hiar_ipc_norm_per_sm(void);
+/* ... and of the kernels with a norm fused in: the LL one (ll = 1), which counts in the LL caps, and the
+ * rows one, which counts in the two-shot caps. */
+int hiar_ipc_norm_per_sm(int ll);
 int hiar_ipc_ptx_version(void);
 
 /*
@@ -130,7 +131,14 @@ int hiar_ipc_ptx_version(void);
  * undivided, for the hierarchical path) in chunks of `chunk` bytes.
  */
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_kernel_t kernel);
-/* The LL one-shot kernel with c->norm fused in (cuda/norm.cu). */
+/*
+ * The call with c->norm fused into one kernel (cuda/norm.cu): the LL
+ * one-shot kernel with a norm epilogue where the plan says LL, else the
+ * rows kernel.  hiar_ipc_norm_fits says whether one kernel can take it:
+ * LL rows of whole 16-byte packets, or a push, pull or two-shot plan
+ * whose rows fit a slot.
+ */
+int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);
 /* The latency path over groups in one LL kernel (oneshot.cu): group NULL for a group of one. */

@@ -6,12 +6,15 @@
  * (rows x slices blocks, a row per block), or with one slice a block takes
  * rows b, b + G, ... in turn.  A block pushes every packet of its part to
  * every peer, then gathers and reduces each packet over the ranks in rank
- * order, adds the residual and writes r (into the residual, or into out
- * without one), sums the squares of its part, and with several slices
- * trades that partial sum with the row's other blocks through the state
- * (summed in slice order: the same bits on every rank); then it writes
- * r * scale * w into out.  Each element is written once to out (r read
- * back by the thread that wrote it).  Rows are whole packets (core/run.c
+ * order, adds the residual and writes r (into the residual), sums the
+ * squares of its part, and with several slices trades that partial sum
+ * with the row's other blocks through the state (summed in slice order:
+ * the same bits on every rank); then it writes r * scale * w into out.
+ * With a packet per thread (the slices below make it so where the blocks
+ * allow) r and the weights stay in registers, and the loads of the
+ * residual and the weights are issued before the wait for the peers; with
+ * more, r goes through the residual or out and is read back by the thread
+ * that wrote it.  Rows are whole packets (core/run.c
  * checks): no packet straddles two rows.  The block's threads agree on
  * every row's outcome (__syncthreads_or) before they use it, so a block
  * that gives up (timeout, abort) gives up whole.
@@ -25,6 +28,19 @@
  * 8.08; 32 tokens (1024 data-only packets) 7.64, 4 slices 6.99; hidden
  * 4096, 16 tokens (512 packets): one block 4.80, 8 slices 5.47; 64 tokens
  * 5.61, 2 slices 6.61.
+ *
+ * By rows (larger calls, in place of the two-shot kernel), one launch:
+ * rows are cut in n contiguous ranges, range p owned by rank p.  A rank
+ * pushes every row it does not own into its owner's slot; after one
+ * signal the owner reduces its rows over the ranks in rank order, adds its
+ * residual, takes the row's scale (1 / rms) and writes r and the normalised
+ * row at home, and pushes r and the scale into every peer's slot; after a
+ * second signal a rank copies r into its residual and writes r * scale * w
+ * into out for the rows of the others.  No row is normalised twice, and a
+ * row crosses the fabric twice per peer, as in the two-shot kernel.  The
+ * residual of a row is its owner's: in tensor parallelism every rank holds
+ * the same residual (doc/guide.md).  Block b takes rows b, b + G, ... of
+ * every owner's range, on every rank: block b waits only for block b.
  *
  * Unfused: norm_rows (cuda/norm.cuh) after the allreduce, on the stream.
  */
@@ -81,6 +97,8 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     const uint32_t parity = e & 1;
     const size_t ppr = nm.row_bytes / F::DATA, bytes = rows * nm.row_bytes, per_wave = gridDim.x / slices;
     const size_t lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;
+    /* A packet per thread at most: r and the weights stay in registers between the passes. */
+    const bool single = hi - lo <= blockDim.x;
     hiar_waiter w = waiter_begin(a);
     bool ok = true;
 
@@ -92,15 +110,21 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     for (size_t row = blockIdx.x / slices; row < rows; row += per_wave) {
         char *r = nm.residual ? nm.residual : out;
         float sumsq = 0, scale;
+        typename F::data kept = {};
+        norm_weights<T, W, F::DATA> wk;
         for (size_t k = lo + threadIdx.x; k < hi && ok; k += blockDim.x) {
             size_t i = row * ppr + k;
-            typename F::data s;
+            /* Issued before the wait for the peers' packets, so that their latency hides in it. */
+            typename F::data s, old = norm_old<F::DATA>(nm, row, k);
             unit_acc<T, F::DATA> acc;
+            if (single)
+                wk.load(nm, k);
             ok = ll_gather<T, F>(a, parity, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize)),
                                  HIAR_SUM, acc, w);
             acc.store(&s, 1);
-            sumsq += norm_residual<T, F::DATA>(nm, row, k, s);
-            if (!nm.residual)
+            sumsq += norm_residual<T, F::DATA>(nm, row, k, s, old);
+            kept = s;
+            if (!nm.residual && !single)
                 store_unit<F::DATA>(out + row * nm.row_bytes, k * F::DATA, nm.row_bytes, nm.esize, s);
         }
         if (__syncthreads_or(!ok))
@@ -109,8 +133,107 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         if (!norm_row_sum(a, e, slices, norm_block_sum(sumsq), &sumsq, w))
             break;
         scale = norm_scale(nm, sumsq);
-        for (size_t k = lo + threadIdx.x; k < hi; k += blockDim.x)
+        if (single && lo + threadIdx.x < hi)
+            store_unit<F::DATA>(out + row * nm.row_bytes, (lo + threadIdx.x) * F::DATA, nm.row_bytes, nm.esize,
+                                wk.apply(kept, scale));
+        for (size_t k = lo + threadIdx.x; k < hi && !single; k += blockDim.x)
             norm_store<T, W, F::DATA>(nm, r, out, row, k, scale);
+    }
+    finish_call(a, e);
+}
+
+/*
+ * The rows kernel's slot (the call's parity's first): [sender][owned row j]
+ * rows sent to this rank, then r of every row (the peers' rows written by
+ * their owners), then every row's scale.  Rows 16-byte aligned.
+ */
+struct rows_slot {
+    size_t stride, per, ag, scales, bytes;
+};
+
+__host__ __device__ static inline rows_slot rows_slot_of(size_t rows, size_t row_bytes, int n)
+{
+    rows_slot L;
+    L.stride = (row_bytes + HIAR_UNIT - 1) / HIAR_UNIT * HIAR_UNIT;
+    L.per = (rows + (size_t)n - 1) / (size_t)n;
+    L.ag = (size_t)n * L.per * L.stride;
+    L.scales = L.ag + rows * L.stride;
+    L.bytes = L.scales + rows * sizeof(float);
+    return L;
+}
+
+/* First row of owner p (p = n: rows). */
+__device__ __forceinline__ size_t rows_first(size_t rows, int n, int p)
+{
+    return rows * (size_t)p / (size_t)n;
+}
+
+template <typename T, typename W>
+__global__ void __launch_bounds__(HIAR_THREADS, 2)
+    twoshot_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows)
+{
+    const uint64_t e = begin_call(a);
+    if (comm_failed(a.failed))
+        return;
+    const rows_slot L = rows_slot_of(rows, nm.row_bytes, a.n);
+    const size_t slot = a.data_offset + (size_t)(e & 1) * 2 * a.slot_bytes, units = L.stride / HIAR_UNIT;
+    const uint64_t value = e << 24 | 1;
+    auto rs = [&](int rank, int sender, size_t j, size_t u) {
+        return reinterpret_cast<uint4 *>(a.base[rank] + slot + ((size_t)sender * L.per + j) * L.stride) + u;
+    };
+    auto ag = [&](int rank, size_t row, size_t u) {
+        return reinterpret_cast<uint4 *>(a.base[rank] + slot + L.ag + row * L.stride) + u;
+    };
+    auto scale_at = [&](int rank, size_t row) { return reinterpret_cast<float *>(a.base[rank] + slot + L.scales) + row; };
+    const size_t mine = rows_first(rows, a.n, a.me), owned = rows_first(rows, a.n, a.me + 1) - mine;
+    hiar_waiter w = waiter_begin(a);
+
+    for (int k = 1; k < a.n; k++) {
+        int p = (a.me + k) % a.n;
+        size_t first = rows_first(rows, a.n, p), count = rows_first(rows, a.n, p + 1) - first;
+        for (size_t j = blockIdx.x; j < count; j += gridDim.x)
+            for (size_t u = threadIdx.x; u < units; u += blockDim.x)
+                *rs(p, a.me, j, u) = load_unit<HIAR_UNIT>(in + (first + j) * nm.row_bytes, u * HIAR_UNIT,
+                                                          nm.row_bytes, nm.esize);
+    }
+    if (exchange_signal(a, HIAR_IPC_FLAG_RS, value, w)) {
+        for (size_t j = blockIdx.x; j < owned; j += gridDim.x) {
+            const size_t row = mine + j;
+            char *r = nm.residual ? nm.residual : out;
+            float sumsq = 0, scale;
+            for (size_t u = threadIdx.x; u < units; u += blockDim.x) {
+                uint4 old = norm_old<HIAR_UNIT>(nm, row, u);
+                uint4 s = reduce_unit<T>(a, in + row * nm.row_bytes, u * HIAR_UNIT, nm.row_bytes, nm.esize, HIAR_SUM,
+                                         0, [&](int p) { return rs(a.me, p, j, u); });
+                sumsq += norm_residual<T, HIAR_UNIT>(nm, row, u, s, old);
+                if (!nm.residual)
+                    store_unit<HIAR_UNIT>(out + row * nm.row_bytes, u * HIAR_UNIT, nm.row_bytes, nm.esize, s);
+                for (int k = 1; k < a.n; k++)
+                    *ag((a.me + k) % a.n, row, u) = s;
+            }
+            scale = norm_scale(nm, norm_block_sum(sumsq));
+            if (threadIdx.x == 0)
+                for (int k = 1; k < a.n; k++)
+                    *scale_at((a.me + k) % a.n, row) = scale;
+            for (size_t u = threadIdx.x; u < units; u += blockDim.x)
+                norm_store<T, W, HIAR_UNIT>(nm, r, out, row, u, scale);
+        }
+        if (exchange_signal(a, HIAR_IPC_FLAG_AG, value, w))
+            for (int k = 1; k < a.n; k++) {
+                int p = (a.me + k) % a.n;
+                size_t first = rows_first(rows, a.n, p), count = rows_first(rows, a.n, p + 1) - first;
+                for (size_t row = first + blockIdx.x; row < first + count; row += gridDim.x) {
+                    const float scale = __ldcg(scale_at(a.me, row));
+                    for (size_t u = threadIdx.x; u < units; u += blockDim.x) {
+                        uint4 r = load_peer_written(ag(a.me, row, u));
+                        if (nm.residual)
+                            store_unit<HIAR_UNIT>(nm.residual + row * nm.row_bytes, u * HIAR_UNIT, nm.row_bytes,
+                                                  nm.esize, r);
+                        store_unit<HIAR_UNIT>(out + row * nm.row_bytes, u * HIAR_UNIT, nm.row_bytes, nm.esize,
+                                              norm_unit<T, W, HIAR_UNIT>(nm, r, u, scale));
+                    }
+                }
+            }
     }
     finish_call(a, e);
 }
@@ -156,20 +279,37 @@ template <typename L> static cudaError_t dispatch_pair(hiar_dtype_t dtype, hiar_
     });
 }
 
+int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c)
+{
+    size_t row_bytes = c->norm->hidden * c->esize;
+
+    if (c->plan.kernel == HIAR_KERNEL_LL)
+        return row_bytes % 16 == 0;
+    /* In place of push, pull or two-shot; a third of a slot at most: the layout's size cannot overflow. */
+    return c->plan.kernel != HIAR_KERNEL_NONE && hiar_call_bytes(c) <= a->slot_bytes / 3 &&
+           rows_slot_of(c->count / c->norm->hidden, row_bytes, a->n).bytes <= a->slot_bytes;
+}
+
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
+    size_t rows = c->count / nm.hidden, per = (rows + (size_t)a->n - 1) / (size_t)a->n;
 
-    /* The packet format by size, as the plain LL kernel's. */
     return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
         typedef decltype(w) W;
-        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
-                                                      : launch_fused<T, W, ll_flagged>(a, c, nm);
+        /* The packet format by size, as the plain LL kernel's. */
+        if (c->plan.kernel == HIAR_KERNEL_LL)
+            return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
+                                                          : launch_fused<T, W, ll_flagged>(a, c, nm);
+        return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(per < a->max_blocks ? per : a->max_blocks),
+                               norm_threads(rows_slot_of(rows, nm.row_bytes, a->n).stride / HIAR_UNIT),
+                               (cudaStream_t)c->stream, *a, (const char *)c->sendbuf, (char *)c->recvbuf, nm, rows);
     });
 }
 
-int hiar_ipc_norm_per_sm(void)
+/* The fewest blocks of kernel_of(T(), W()) that fit one SM over every dtype pair. */
+template <typename K> static int fewest_pair(K kernel_of)
 {
     static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_FLOAT16, HIAR_BFLOAT16};
     int fewest = 1 << 30;
@@ -177,19 +317,24 @@ int hiar_ipc_norm_per_sm(void)
     for (hiar_dtype_t t : types)
         for (hiar_dtype_t w : types)
             dispatch_pair(t, w, [&](auto at, auto aw) {
-                typedef decltype(at) T;
-                typedef decltype(aw) W;
-                int flagged = 0, large = 0;
-                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&flagged, oneshot_ll_norm<T, W, ll_flagged>,
-                                                                  HIAR_THREADS, 0) != cudaSuccess ||
-                    cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                        &large, oneshot_ll_norm<T, W, typename ll_large<T>::type>, HIAR_THREADS, 0) != cudaSuccess)
+                int n = 0;
+                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_of(at, aw), HIAR_THREADS, 0) !=
+                    cudaSuccess)
                     cudaGetLastError();
-                fewest = flagged < fewest ? flagged : fewest;
-                fewest = large < fewest ? large : fewest;
+                fewest = n < fewest ? n : fewest;
                 return cudaSuccess;
             });
     return fewest > 0 ? fewest : 1;
+}
+
+int hiar_ipc_norm_per_sm(int ll)
+{
+    if (!ll)
+        return fewest_pair([](auto t, auto w) { return twoshot_norm<decltype(t), decltype(w)>; });
+    int flagged = fewest_pair([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; });
+    int large = fewest_pair(
+        [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; });
+    return flagged < large ? flagged : large;
 }
 
 extern "C" hiar_result_t hiar_cuda_norm(const hiar_call_t *c)

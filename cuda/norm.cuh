@@ -29,25 +29,33 @@ template <typename F> static cudaError_t norm_dispatch(hiar_dtype_t dtype, F f)
     }
 }
 
+/* Unit k of row `row` of the residual (0 without one): loaded apart, so that a kernel can issue it early. */
+template <int U>
+__device__ __forceinline__ typename unit_bits<U>::type norm_old(const norm_row_args &nm, size_t row, size_t k)
+{
+    typename unit_bits<U>::type old = {};
+    if (nm.residual)
+        old = load_unit<U>(nm.residual + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize);
+    return old;
+}
+
 /*
- * Unit k of row `row`: s (the sum, as T) plus the residual's unit, rounded to
- * T and written back to the residual (s as is without one); returns the
- * unit's sum of squares, in f32, and leaves r in s.
+ * Unit k of row `row`: s (the sum, as T) plus old (the residual's unit,
+ * norm_old), rounded to T and written back to the residual (s as is without
+ * one); returns the unit's sum of squares, in f32, and leaves r in s.
  */
 template <typename T, int U>
 __device__ __forceinline__ float norm_residual(const norm_row_args &nm, size_t row, size_t k,
-                                               typename unit_bits<U>::type &s)
+                                               typename unit_bits<U>::type &s, const typename unit_bits<U>::type &old)
 {
     unit_acc<T, U> acc;
     float sumsq = 0;
 
     acc.load(&s);
     if (nm.residual) {
-        char *res = nm.residual + row * nm.row_bytes;
-        typename unit_bits<U>::type old = load_unit<U>(res, k * U, nm.row_bytes, nm.esize);
         acc.fold(HIAR_SUM, &old);
         acc.store(&s, 1);
-        store_unit<U>(res, k * U, nm.row_bytes, nm.esize, s);
+        store_unit<U>(nm.residual + row * nm.row_bytes, k * U, nm.row_bytes, nm.esize, s);
         acc.load(&s);
     }
 #pragma unroll
@@ -80,23 +88,50 @@ __device__ __forceinline__ float norm_scale(const norm_row_args &nm, float sumsq
     return 1.0f / sqrtf(sumsq / (float)nm.hidden + nm.eps);
 }
 
-/* Unit k of row `row`: r (from src, a row-major [rows x hidden] buffer) * scale * (w + offset) into out. */
+/* The factors (w + offset) of unit k of a row, in f32 (past hidden: 0). */
+template <typename T, typename W, int U> struct norm_weights {
+    float v[unit_acc<T, U>::N];
+
+    __device__ __forceinline__ void load(const norm_row_args &nm, size_t k)
+    {
+        const size_t first = k * U / sizeof(T);
+        const W *w = reinterpret_cast<const W *>(nm.weight);
+#pragma unroll
+        for (int i = 0; i < unit_acc<T, U>::N; i++)
+            v[i] = first + i < nm.hidden ? to_acc<W>(w[first + i]) + nm.weight_offset : 0.0f;
+    }
+    /* r (as u) * scale * (w + offset): the normalised unit. */
+    __device__ __forceinline__ typename unit_bits<U>::type apply(typename unit_bits<U>::type u, float scale) const
+    {
+        unit_acc<T, U> acc;
+        acc.load(&u);
+#pragma unroll
+        for (int i = 0; i < unit_acc<T, U>::N; i++)
+            acc.v[i] = (float)acc.v[i] * scale * v[i];
+        acc.store(&u, 1);
+        return u;
+    }
+};
+
+/* Unit k of a row, r (as u), normalised. */
+template <typename T, typename W, int U>
+__device__ __forceinline__ typename unit_bits<U>::type norm_unit(const norm_row_args &nm,
+                                                                 typename unit_bits<U>::type u, size_t k, float scale)
+{
+    norm_weights<T, W, U> wk;
+    wk.load(nm, k);
+    return wk.apply(u, scale);
+}
+
+/* Unit k of row `row`: r (from src, a row-major [rows x hidden] buffer) normalised into out. */
 template <typename T, typename W, int U>
 __device__ __forceinline__ void norm_store(const norm_row_args &nm, const char *src, char *out, size_t row, size_t k,
                                            float scale)
 {
-    const size_t first = k * U / sizeof(T), off = row * nm.row_bytes;
+    const size_t off = row * nm.row_bytes;
     typename unit_bits<U>::type u = load_unit<U>(src + off, k * U, nm.row_bytes, nm.esize);
-    const W *w = reinterpret_cast<const W *>(nm.weight);
-    unit_acc<T, U> acc;
 
-    acc.load(&u);
-#pragma unroll
-    for (int i = 0; i < unit_acc<T, U>::N; i++)
-        if (first + i < nm.hidden)
-            acc.v[i] = (float)acc.v[i] * scale * (to_acc<W>(w[first + i]) + nm.weight_offset);
-    acc.store(&u, 1);
-    store_unit<U>(out + off, k * U, nm.row_bytes, nm.esize, u);
+    store_unit<U>(out + off, k * U, nm.row_bytes, nm.esize, norm_unit<T, W, U>(nm, u, k, scale));
 }
 
 /*
@@ -113,7 +148,7 @@ __global__ void __launch_bounds__(HIAR_THREADS) norm_rows(norm_row_args nm, char
         float sumsq = 0, scale;
         for (size_t k = threadIdx.x; k < units; k += blockDim.x) {
             uint4 s = load_unit<HIAR_UNIT>(x + row * nm.row_bytes, k * HIAR_UNIT, nm.row_bytes, nm.esize);
-            sumsq += norm_residual<T, HIAR_UNIT>(nm, row, k, s);
+            sumsq += norm_residual<T, HIAR_UNIT>(nm, row, k, s, norm_old<HIAR_UNIT>(nm, row, k));
         }
         scale = norm_scale(nm, norm_block_sum(sumsq));
         for (size_t k = threadIdx.x; k < units; k += blockDim.x)

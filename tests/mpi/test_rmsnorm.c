@@ -3,8 +3,10 @@
  * from the inputs (regenerated on every rank from a formula, never read back
  * from hiar): every activation x weight dtype pair, with and without a
  * residual, the plain and the Gemma form, in place and not, element offsets,
- * shapes from one token to past the fused kernel's limit and hidden sizes
- * that are and are not whole 16-byte rows.  Then bad arguments, each of which
+ * shapes from one token to past the one-shot limit (device buffers: the
+ * rows kernel, with rows that do not divide evenly among the ranks and
+ * fewer rows than ranks) and hidden sizes that are and are not whole
+ * 16-byte rows.  Then bad arguments, each of which
  * must fail with HIAR_INVALID_ARGUMENT and a message, the comm still usable.
  *
  *   test_rmsnorm [--device] [--graph] [--rounds=N]
@@ -40,7 +42,8 @@ static double worst; /* largest error over its bound */
 static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_FLOAT16, HIAR_BFLOAT16};
 static const struct {
     size_t tokens, hidden;
-} shapes[] = {{1, 8}, {1, 4096}, {3, 33}, {4, 8192}, {16, 4096}, {17, 200}, {5, 1}, {64, 1024}, {200, 4096}};
+} shapes[] = {{1, 8},  {1, 4096},   {3, 33},     {4, 8192},   {16, 4096},
+               {17, 200}, {5, 1}, {64, 1024}, {200, 4096}, {301, 1001}, {2, 70001}};
 
 static double unit_roundoff(hiar_dtype_t t)
 {
