@@ -27,11 +27,15 @@
  * packets a row), 1 token: one block 9.31, 16 slices 7.76; 4 tokens 9.67,
  * 8.08; 32 tokens (1024 data-only packets) 7.64, 4 slices 6.99; hidden
  * 4096, 16 tokens (512 packets): one block 4.80, 8 slices 5.47; 64 tokens
- * 5.61, 2 slices 6.61.
+ * 5.61, 2 slices 6.61.  With r kept in registers (2026-12-03, same setup):
+ * slices of 256 packets against 512 gave 4.84 against 4.68 at hidden 4096, 1
+ * token, 6.02 against 5.43 at 8192, 1 token, 5.59 against 5.73 at 8192, 16
+ * tokens; two packets kept per thread (slices of 1024) spilled at the 64
+ * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
  *
- * By rows (larger calls, in place of the two-shot kernel), one launch:
- * rows are cut in n contiguous ranges, range p owned by rank p.  A rank
- * pushes every row it does not own into its owner's slot; after one
+ * By rows (larger calls, in place of the push, pull or two-shot kernel),
+ * one launch: rows are cut in n contiguous ranges, range p owned by rank p.
+ * A rank pushes every row it does not own into its owner's slot; after one
  * signal the owner reduces its rows over the ranks in rank order, adds its
  * residual, takes the row's scale (1 / rms) and writes r and the normalised
  * row at home, and pushes r and the scale into every peer's slot; after a

@@ -259,14 +259,19 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
  * computed in f32 and rounded once to dtype.  dtype and weight_dtype are each
  * HIAR_FLOAT32, HIAR_FLOAT16 or HIAR_BFLOAT16.  out == input is allowed (in
  * place); residual may be NULL and must not overlap input, out or weight.
- * Every rank gets the same bits in out and residual.  tokens == 0 is a no-op.
+ * residual holds the same values on every rank, as in tensor parallelism
+ * (larger device calls add a row's sum to the residual of the rank that
+ * owns the row and hand r to the others).  Every rank gets the same bits in
+ * out and residual.  tokens == 0 is a no-op.
  *
  * The collective rules, memory kinds, streams, graph capture and failures
  * are those of hiar_allreduce, with weight and residual of the same memory
  * kind as input.  Device buffers in one group with CUDA IPC (or pinned host
- * memory), up to the one-shot limit (HIAR_ONESHOT_MAX: 512 KB on 2 ranks,
- * 256 KB on 4) and with hidden x the element size a multiple of 16 bytes,
- * take one kernel: each row is reduced, added, normalised and written once.
+ * memory) take one kernel: up to the one-shot limit (HIAR_ONESHOT_MAX: 512
+ * KB on 2 ranks, 256 KB on 4) with hidden x the element size a multiple of
+ * 16 bytes, each row reduced, added, normalised and written once; above it
+ * (while the rows fit a slot, HIAR_BUFFER_SIZE / 3), each rank reduces and
+ * normalises the rows it owns and sends r and the row's scale to the others.
  * Elsewhere the call is hiar_allreduce into out followed by a norm kernel on
  * the stream (host buffers: a host loop), with the same result.
  */
