@@ -94,9 +94,10 @@ hier_part() {
     run sanitizer $san --tool racecheck $bench --impl hiar -b 4K -e 4M -f 32 -n 1 -w 0
 }
 
-# hiar_allreduce_rmsnorm (issue 18): the fused kernel on one group (CUDA IPC and pinned host
-# memory), the unfused paths (several groups, shapes past the fused limit), eager and in CUDA
-# graphs, the decode benchmark at 2 and 4 ranks, and compute-sanitizer on both kernels.
+# hiar_allreduce_rmsnorm (issue 18): the fused kernels on one group (CUDA IPC and pinned host
+# memory: LL up to the one-shot limit, the rows kernel past it), the unfused paths (several
+# groups, odd rows), eager and in CUDA graphs, the decode benchmark at 2 and 4 ranks, and
+# compute-sanitizer on the kernels (300 tokens x 4096: the rows kernel).
 norm_part() {
     local m2="$mpi -np $np" m4="$mpi -np $((2 * np))"
     mps_start
