@@ -265,8 +265,8 @@ hiar_result_t hiar_ipc_allreduce(hiar_ipc_t *ipc, const hiar_call_t *call);
 
 /*
  * Whether hiar_ipc_allreduce fuses call->norm into its kernel (one group's
- * call planned LL with rows of whole 16-byte packets, or push, pull or
- * two-shot with its rows fitting a slot); else the caller runs the norm after it.  The same
+ * call planned LL with rows of whole 16-byte packets, or push or two-shot
+ * with its rows fitting a slot); else the caller runs the norm after it.  The same
  * on every rank of the group.
  */
 int hiar_ipc_norm_fuses(const hiar_ipc_t *ipc, const hiar_call_t *call);

@@ -135,8 +135,8 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t 
  * The call with c->norm fused into one kernel (cuda/norm.cu): the LL
  * one-shot kernel with a norm epilogue where the plan says LL, else the
  * rows kernel.  hiar_ipc_norm_fits says whether one kernel can take it:
- * LL rows of whole 16-byte packets, or a push, pull or two-shot plan
- * whose rows fit a slot.
+ * LL rows of whole 16-byte packets, or a push or two-shot plan whose
+ * rows fit a slot.
  */
 int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c);

@@ -33,17 +33,18 @@
  * tokens; two packets kept per thread (slices of 1024) spilled at the 64
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
  *
- * By rows (larger calls, in place of the push, pull or two-shot kernel),
- * one launch: rows are cut in n contiguous ranges, range p owned by rank p.
- * A rank pushes every row it does not own into its owner's slot; after one
- * signal the owner reduces its rows over the ranks in rank order, adds its
- * residual, takes the row's scale (1 / rms) and writes r and the normalised
- * row at home, and pushes r and the scale into every peer's slot; after a
- * second signal a rank copies r into its residual and writes r * scale * w
- * into out for the rows of the others.  No row is normalised twice, and a
- * row crosses the fabric twice per peer, as in the two-shot kernel.  The
+ * By rows (larger calls, in place of the push or two-shot kernel; pull,
+ * chosen where posted writes are slow, stays unfused), one launch: rows
+ * are cut in n contiguous ranges, range p owned by rank p. A rank pushes
+ * every row it does not own into its owner's slot; after one signal the
+ * owner reduces its rows over the ranks in rank order, adds its residual,
+ * takes the row's scale (1 / rms) and writes r and the normalised row at
+ * home, and pushes r and the scale into every peer's slot; after a second
+ * signal a rank copies r into its residual and writes r * scale * w into
+ * out for the rows of the others. No row is normalised twice, and a row
+ * crosses the fabric twice per peer, as in the two-shot kernel. The
  * residual of a row is its owner's: in tensor parallelism every rank holds
- * the same residual (doc/guide.md).  Block b takes rows b, b + G, ... of
+ * the same residual (doc/guide.md). Block b takes rows b, b + G, ... of
  * every owner's range, on every rank: block b waits only for block b.
  *
  * Unfused: norm_rows (cuda/norm.cuh) after the allreduce, on the stream.
@@ -289,8 +290,10 @@ int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c)
 
     if (c->plan.kernel == HIAR_KERNEL_LL)
         return row_bytes % 16 == 0;
-    /* In place of push, pull or two-shot; a third of a slot at most: the layout's size cannot overflow. */
-    return c->plan.kernel != HIAR_KERNEL_NONE && hiar_call_bytes(c) <= a->slot_bytes / 3 &&
+    /* In place of push or two-shot (not pull, taken where posted writes are slow: the rows kernel pushes);
+     * a third of a slot at most: the layout's size cannot overflow. */
+    return (c->plan.kernel == HIAR_KERNEL_PUSH || c->plan.kernel == HIAR_KERNEL_TWOSHOT) &&
+           hiar_call_bytes(c) <= a->slot_bytes / 3 &&
            rows_slot_of(c->count / c->norm->hidden, row_bytes, a->n).bytes <= a->slot_bytes;
 }
 

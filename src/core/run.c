@@ -98,17 +98,18 @@ static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 
 /*
  * The norm goes into the kernel of one group's call (cuda/norm.cu): the
- * one-shot LL kernel, or the rows kernel in place of the push, pull or
+ * one-shot LL kernel, or the rows kernel in place of the push or
  * two-shot one, where the transport says its layout takes the call.
  */
 static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    const hiar_side_t *side = c->plan.via == HIAR_VIA_FLAT ? &comm->gpu->flat : &comm->gpu->side;
+    const hiar_side_t *side;
 
     if ((c->plan.via != HIAR_VIA_DEVICE && c->plan.via != HIAR_VIA_FLAT) ||
         (c->plan.alg != HIAR_ALG_ONESHOT && c->plan.alg != HIAR_ALG_TWOSHOT))
         return 0;
+    side = c->plan.via == HIAR_VIA_FLAT ? &comm->gpu->flat : &comm->gpu->side;
     return hiar_transport_runs_kernels(side->tp) && hiar_ipc_norm_fuses(side->state, c);
 #else
     (void)comm;
