@@ -62,19 +62,26 @@ static int gpu_shared(const bench_t *b)
     return shared;
 }
 
-void bench_nccl_setup(bench_t *b)
+/* A communicator of all ranks in *comm; 0 (na_reason set) where ranks share a GPU.  Collective. */
+static int nccl_init(bench_t *b, int impl, ncclComm_t *comm)
 {
     ncclUniqueId id;
 
     if (gpu_shared(b)) {
-        snprintf(b->na_reason[IMPL_NCCL], sizeof b->na_reason[IMPL_NCCL],
-                 "several ranks share a GPU, which NCCL refuses");
-        return;
+        snprintf(b->na_reason[impl], sizeof b->na_reason[impl], "several ranks share a GPU, which NCCL refuses");
+        return 0;
     }
     if (b->rank == 0)
         NCCL_DIE(ncclGetUniqueId(&id));
     MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    NCCL_DIE(ncclCommInitRank(&b->nccl, b->nranks, id, b->rank));
+    NCCL_DIE(ncclCommInitRank(comm, b->nranks, id, b->rank));
+    return 1;
+}
+
+void bench_nccl_setup(bench_t *b)
+{
+    if (!nccl_init(b, IMPL_NCCL, &b->nccl))
+        return;
     if (b->opt.reg) {
         NCCL_DIE(ncclCommRegister(b->nccl, b->send, b->opt.max_bytes, &b->nccl_reg[0]));
         if (b->recv != b->send)
@@ -82,32 +89,85 @@ void bench_nccl_setup(bench_t *b)
     }
 }
 
-void bench_nccl_teardown(bench_t *b)
+/* Destroys comm, or aborts it after a failure; cleanup (registrations) only on the way to a destroy. */
+static void nccl_end(bench_t *b, int impl, ncclComm_t comm, void (*cleanup)(bench_t *b))
 {
-    if (!b->nccl)
-        return;
-    if (b->dead[IMPL_NCCL]) {
-        ncclCommAbort(b->nccl);
+    if (b->dead[impl]) {
+        ncclCommAbort(comm);
         return;
     }
+    cleanup(b);
+    ncclCommDestroy(comm);
+}
+
+static void deregister(bench_t *b)
+{
     for (int i = 0; i < 2; i++)
         if (b->nccl_reg[i])
             ncclCommDeregister(b->nccl, b->nccl_reg[i]);
-    ncclCommDestroy(b->nccl);
 }
+
+void bench_nccl_teardown(bench_t *b)
+{
+    if (b->nccl)
+        nccl_end(b, IMPL_NCCL, b->nccl, deregister);
+}
+
+#ifdef BENCH_NCCL_SYM
+/*
+ * NCCL's symmetric kernels (2.27 and later: its fastest small-message path
+ * on NVLink) take buffers from ncclMemAlloc registered on every rank as a
+ * symmetric window; they are nccl-sym's own (send_of, recv_of).
+ */
+void bench_nccl_sym_setup(bench_t *b)
+{
+    if (!nccl_init(b, IMPL_NCCL_SYM, &b->nccl_sym))
+        return;
+    NCCL_DIE(ncclMemAlloc(&b->sym_send, b->opt.max_bytes));
+    b->sym_recv = b->sym_send;
+    if (!b->opt.inplace)
+        NCCL_DIE(ncclMemAlloc(&b->sym_recv, b->opt.max_bytes));
+    NCCL_DIE(ncclCommWindowRegister(b->nccl_sym, b->sym_send, b->opt.max_bytes, &b->sym_win[0],
+                                    NCCL_WIN_COLL_SYMMETRIC));
+    if (b->sym_recv != b->sym_send)
+        NCCL_DIE(ncclCommWindowRegister(b->nccl_sym, b->sym_recv, b->opt.max_bytes, &b->sym_win[1],
+                                        NCCL_WIN_COLL_SYMMETRIC));
+}
+
+static void window_deregister(bench_t *b)
+{
+    for (int i = 0; i < 2; i++)
+        if (b->sym_win[i])
+            ncclCommWindowDeregister(b->nccl_sym, b->sym_win[i]);
+}
+
+void bench_nccl_sym_teardown(bench_t *b)
+{
+    if (!b->nccl_sym)
+        return;
+    nccl_end(b, IMPL_NCCL_SYM, b->nccl_sym, window_deregister);
+    if (b->sym_recv != b->sym_send)
+        ncclMemFree(b->sym_recv);
+    ncclMemFree(b->sym_send);
+}
+#endif
 
 run_t bench_nccl_run(bench_t *b, int impl, size_t count)
 {
+    ncclComm_t comm = b->nccl;
     ncclResult_t rc;
 
-    (void)impl;
-    if (!b->nccl) /* gpu_shared: na_reason says why */
+#ifdef BENCH_NCCL_SYM
+    if (impl == IMPL_NCCL_SYM)
+        comm = b->nccl_sym;
+#endif
+    if (!comm) /* gpu_shared: na_reason says why */
         return RUN_NA;
-    rc = ncclAllReduce(b->send, b->recv, count, bench_nccl_type(b->opt.dtype), nccl_op_of(b->opt.op), b->nccl,
-                       b->stream);
+    rc = ncclAllReduce(send_of(b, impl), recv_of(b, impl), count, bench_nccl_type(b->opt.dtype),
+                       nccl_op_of(b->opt.op), comm, b->stream);
     if (rc == ncclSuccess)
         return RUN_OK;
-    fprintf(stderr, "hiar-bench: rank %d: ncclAllReduce: %s: %s\n", b->rank, ncclGetErrorString(rc),
-            ncclGetLastError(b->nccl));
+    fprintf(stderr, "hiar-bench: rank %d: ncclAllReduce (%s): %s: %s\n", b->rank, bench_impls[impl].name,
+            ncclGetErrorString(rc), ncclGetLastError(comm));
     return RUN_FAILED;
 }

@@ -1,6 +1,7 @@
 /*
- * ncclAllReduce in hiar-bench, on b->stream over one NCCL communicator of all
- * ranks.  Built only with NCCL (HIAR_HAVE_NCCL).
+ * ncclAllReduce in hiar-bench, on b->stream over an NCCL communicator of all
+ * ranks: plain (nccl) and on symmetric memory (nccl-sym).  Built only with
+ * NCCL (HIAR_HAVE_NCCL).
  */
 #ifndef BENCH_NCCL_H
 #define BENCH_NCCL_H
@@ -21,6 +22,13 @@ ncclDataType_t bench_nccl_type(hiar_dtype_t dtype);
 void bench_nccl_setup(bench_t *b);
 /* Destroys the communicator, or aborts it after a failure (b->dead[IMPL_NCCL]). */
 void bench_nccl_teardown(bench_t *b);
+/* nccl-sym: the same on a communicator of its own, with its buffers from ncclMemAlloc registered as
+ * symmetric windows (b->nccl_sym, b->sym_send, b->sym_recv). */
+#ifdef BENCH_NCCL_SYM
+void bench_nccl_sym_setup(bench_t *b);
+void bench_nccl_sym_teardown(bench_t *b);
+#endif
+/* ncclAllReduce of impl's buffers (send_of, recv_of) on its communicator, on b->stream. */
 run_t bench_nccl_run(bench_t *b, int impl, size_t count);
 
 #endif

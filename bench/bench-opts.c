@@ -63,8 +63,10 @@ void bench_usage(FILE *out)
             "  -w WARMUP    untimed calls before them (default %s)\n"
             "  -m MODE      host or device buffers (default: device when built with CUDA\n"
             "               and a GPU is present)\n"
-            "  --impl LIST  comma list of hiar, mpi, nccl (default hiar,mpi, plus nccl with\n"
-            "               device buffers when built with NCCL)\n"
+            "  --impl LIST  comma list of hiar, mpi, nccl, nccl-sym (default hiar,mpi, plus\n"
+            "               nccl with device buffers when built with NCCL); nccl-sym: NCCL on\n"
+            "               buffers of its own from ncclMemAlloc, registered as symmetric\n"
+            "               windows (NCCL 2.27+; not with --train or --decode)\n"
             "  --csv        CSV rows on stdout, '#' lines on stderr\n"
             "  --json       one JSON object per row and implementation on stdout, '#' lines\n"
             "               on stderr (scripts/hiar-plot draws them)\n"
@@ -269,7 +271,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
         return 0;
     case OPT_IMPL:
         if (parse_impls(arg, &o->impls))
-            return bad(err, "--impl '%s': expected a comma list of hiar, mpi, nccl", arg);
+            return bad(err, "--impl '%s': expected a comma list of hiar, mpi, nccl, nccl-sym", arg);
         return 0;
     case OPT_CSV: o->csv = 1; return 0;
     case OPT_JSON: o->json = 1; return 0;
@@ -335,6 +337,13 @@ static int check_options(const options_t *o, char *err)
     if (o->impls & IMPL_BIT(IMPL_NCCL))
         return bad(err, "--impl nccl: this hiar-bench was built without NCCL");
 #endif
+#ifndef BENCH_NCCL_SYM
+    if (o->impls & IMPL_BIT(IMPL_NCCL_SYM))
+        return bad(err, "--impl nccl-sym: this hiar-bench was built without NCCL 2.27 or later (symmetric windows)");
+#endif
+    if ((o->impls & IMPL_BIT(IMPL_NCCL_SYM)) && (o->train || o->decode))
+        return bad(err, "--impl nccl-sym: %s takes nccl (nccl-sym runs on buffers of its own; the size sweep only)",
+                   o->train ? "--train" : "--decode");
     if (o->min_bytes > o->max_bytes)
         return bad(err, "-b %zu is larger than -e %zu", o->min_bytes, o->max_bytes);
     if (o->max_bytes / hiar_dtype_size(o->dtype) > INT_MAX)
@@ -426,9 +435,9 @@ int bench_resolve_mode(bench_t *b, char *err)
 #endif
     }
     /* Not device here with -m auto means no GPU was found. */
-    if (!b->device && (o->impls & IMPL_BIT(IMPL_NCCL)))
-        return bad(err, "--impl nccl needs device buffers (-m device)%s",
-                   o->mode == MODE_AUTO ? "; no GPU found" : "");
+    if (!b->device && (o->impls & (IMPL_BIT(IMPL_NCCL) | IMPL_BIT(IMPL_NCCL_SYM))))
+        return bad(err, "--impl %s needs device buffers (-m device)%s",
+                   o->impls & IMPL_BIT(IMPL_NCCL) ? "nccl" : "nccl-sym", o->mode == MODE_AUTO ? "; no GPU found" : "");
     if (!b->device && o->graph)
         return bad(err, "--graph needs device buffers (-m device)%s",
                    o->mode == MODE_AUTO ? "; no GPU found" : "");

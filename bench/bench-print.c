@@ -43,12 +43,20 @@ static int has_ratio(const bench_t *b, int impl)
     return impl != IMPL_HIAR && impl < IMPL_MAIN_COUNT && has(b, IMPL_HIAR) && has(b, impl);
 }
 
-static int ratio_count(const bench_t *b)
+/* Width of impl's ratio column: its name "hiar/NAME", at least 10. */
+static int ratio_w(int impl)
+{
+    int w = 5 + (int)strlen(bench_impls[impl].name);
+    return w > 10 ? w : 10;
+}
+
+/* Characters of the ratio columns, each with the blank before it. */
+static int ratios_width(const bench_t *b)
 {
     int n = 0;
 
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
-        n += has_ratio(b, i);
+        n += has_ratio(b, i) ? 1 + ratio_w(i) : 0;
     return n;
 }
 
@@ -84,7 +92,7 @@ static void print_table_header(const bench_t *b)
         if (has_ratio(b, i)) {
             char name[16];
             snprintf(name, sizeof name, "hiar/%s", bench_impls[i].name);
-            printf(" %10s", name);
+            printf(" %*s", ratio_w(i), name);
         }
     if (b->opt.split)
         bench_split_print_names();
@@ -96,7 +104,7 @@ static void print_table_header(const bench_t *b)
             first = 0;
         }
     if (b->opt.split) {
-        printf("%*s", 7 + 11 * ratio_count(b), ""); /* the last #wrong, the ratios */
+        printf("%*s", 7 + ratios_width(b), ""); /* the last #wrong, the ratios */
         bench_split_print_units();
     }
     printf("\n");
@@ -142,9 +150,9 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
         if (!has_ratio(b, i))
             continue;
         if (res[IMPL_HIAR].status == RUN_OK && res[i].status == RUN_OK)
-            printf(" %10.2f", res[IMPL_HIAR].time_us / res[i].time_us);
+            printf(" %*.2f", ratio_w(i), res[IMPL_HIAR].time_us / res[i].time_us);
         else
-            printf(" %10s", "n/a");
+            printf(" %*s", ratio_w(i), "n/a");
     }
     if (b->opt.split) {
         bench_split_row_t split = split_row(res);
@@ -353,7 +361,7 @@ static void print_info(const bench_t *b)
     mpi_version[strcspn(mpi_version, "\n")] = '\0';
     fprintf(b->info, "# hiar-bench: hiar %s\n# MPI: %s\n", hiar_version(), mpi_version);
 #ifdef HIAR_HAVE_NCCL
-    if (has(b, IMPL_NCCL)) {
+    if (has(b, IMPL_NCCL) || has(b, IMPL_NCCL_SYM)) {
         int v = 0;
         ncclGetVersion(&v);
         /* NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, *1000 before. */
@@ -366,6 +374,9 @@ static void print_info(const bench_t *b)
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
     fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
+    if (has(b, IMPL_NCCL_SYM))
+        fprintf(b->info, "# nccl-sym: buffers of its own from ncclMemAlloc, symmetric windows "
+                         "(ncclCommWindowRegister)\n");
     if (mpi && o->op == HIAR_AVG)
         fprintf(b->info, "# mpi: avg is MPI_SUM, then a division by nranks on each rank (timed)\n");
     if (mpi && b->mpi_user_op)

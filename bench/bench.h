@@ -29,6 +29,10 @@
 #endif
 #ifdef HIAR_HAVE_NCCL
 #include <nccl.h>
+/* NCCL's symmetric windows (ncclCommWindowRegister, nccl-sym): 2.27 and later. */
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+#define BENCH_NCCL_SYM 1
+#endif
 #endif
 
 #include "bench-split.h"
@@ -36,7 +40,7 @@
 
 /* The compared implementations, then --split's parts of hiar (bench-split.h); bench_impls' index. */
 enum {
-    IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_MAIN_COUNT,
+    IMPL_HIAR, IMPL_MPI, IMPL_NCCL, IMPL_NCCL_SYM, IMPL_MAIN_COUNT,
     IMPL_HIAR_INTRA = IMPL_MAIN_COUNT, IMPL_MPI_SHARD, IMPL_MPI_LINK, IMPL_HIAR_FLAT, IMPL_COUNT
 };
 #define IMPL_BIT(_impl) (1u << (_impl))
@@ -118,6 +122,13 @@ typedef struct {
     ncclComm_t nccl;
     void *nccl_reg[2]; /* --register: ncclCommRegister's handles of send and recv */
 #endif
+#ifdef BENCH_NCCL_SYM
+    /* nccl-sym: a communicator of its own, and send and recv (one buffer in place) from ncclMemAlloc,
+     * registered as symmetric windows (bench-nccl.h) */
+    ncclComm_t nccl_sym;
+    void *sym_send, *sym_recv;
+    ncclWindow_t sym_win[2];
+#endif
 } bench_t;
 
 /*
@@ -167,6 +178,27 @@ int bench_avg_ulps(const bench_t *b, int impl);
 static inline int has(const bench_t *b, int impl)
 {
     return (b->opt.impls & IMPL_BIT(impl)) != 0;
+}
+
+/* The buffers an implementation reduces: b->send and b->recv, but nccl-sym's own. */
+static inline void *send_of(const bench_t *b, int impl)
+{
+#ifdef BENCH_NCCL_SYM
+    if (impl == IMPL_NCCL_SYM)
+        return b->sym_send;
+#endif
+    (void)impl;
+    return b->send;
+}
+
+static inline void *recv_of(const bench_t *b, int impl)
+{
+#ifdef BENCH_NCCL_SYM
+    if (impl == IMPL_NCCL_SYM)
+        return b->sym_recv;
+#endif
+    (void)impl;
+    return b->recv;
 }
 
 /*

@@ -100,6 +100,11 @@ const bench_impl_t bench_impls[IMPL_COUNT] = {
 #else
     [IMPL_NCCL] = {"nccl", NULL, NULL, NULL}, /* not built: options reject it */
 #endif
+#ifdef BENCH_NCCL_SYM
+    [IMPL_NCCL_SYM] = {"nccl-sym", bench_nccl_sym_setup, bench_nccl_run, bench_nccl_sym_teardown},
+#else
+    [IMPL_NCCL_SYM] = {"nccl-sym", NULL, NULL, NULL}, /* options reject it */
+#endif
     [IMPL_HIAR_INTRA] = {"hiar-intra", NULL, run_hiar, NULL},
     [IMPL_MPI_SHARD] = {"mpi-shard", NULL, bench_mpi_run_shards, NULL},
     [IMPL_MPI_LINK] = {"mpi-link", NULL, bench_mpi_run_shards, NULL}, /* its buffers: split_setup's */
@@ -142,7 +147,7 @@ int bench_avg_ulps(const bench_t *b, int impl)
 {
     if (b->opt.op != HIAR_AVG)
         return 0;
-    return impl == IMPL_NCCL ? 2 * b->nranks : 1;
+    return impl == IMPL_NCCL || impl == IMPL_NCCL_SYM ? 2 * b->nranks : 1;
 }
 
 /*
@@ -183,15 +188,15 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
 
     reduced_ranks(b, impl, &rank, &nranks);
     bench_check_fill(b->host, count, b->opt.dtype, b->opt.op, rank, nranks);
-    bench_copy(b, b->send, b->host, bytes);
+    bench_copy(b, send_of(b, impl), b->host, bytes);
     if (!b->opt.inplace)
-        bench_poison(b, b->recv, bytes);
+        bench_poison(b, recv_of(b, impl), bytes);
     status = run_once(b, impl, count);
     bench_stream_sync(b);
     status = bench_agree(bench_async_status(b, impl, status));
     if (status != RUN_OK)
         return status;
-    bench_copy(b, b->host, b->recv, bytes);
+    bench_copy(b, b->host, recv_of(b, impl), bytes);
     mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, nranks,
                                         bench_avg_ulps(b, impl));
     MPI_Allreduce(&mine, wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -37,7 +37,7 @@ bench="./bench/hiar-bench -m device -d bfloat16 -o sum"
 # A rank per GPU, at least two (then on one GPU, under MPS); NCCL only with a GPU per rank.
 np=$((ngpu >= 2 ? ngpu : 2))
 impl=hiar,mpi
-[ "$ngpu" -ge 2 ] && impl=hiar,mpi,nccl
+[ "$ngpu" -ge 2 ] && impl=hiar,mpi,nccl,nccl-sym
 { nvidia-smi topo -m; ./bench/hiar-info; ./bench/hiar-info --topo; } >"$out/machine.txt" 2>&1
 
 # One group (a rank per GPU), and the MPI step between groups.
