@@ -117,7 +117,7 @@ void bench_nccl_teardown(bench_t *b)
 /*
  * NCCL's symmetric kernels (2.27 and later: its fastest small-message path
  * on NVLink) take buffers from ncclMemAlloc registered on every rank as a
- * symmetric window; they are nccl-sym's own (send_of, recv_of).
+ * symmetric window; they are nccl-sym's own (buffer_of).
  */
 void bench_nccl_sym_setup(bench_t *b)
 {
@@ -163,7 +163,7 @@ run_t bench_nccl_run(bench_t *b, int impl, size_t count)
 #endif
     if (!comm) /* gpu_shared: na_reason says why */
         return RUN_NA;
-    rc = ncclAllReduce(send_of(b, impl), recv_of(b, impl), count, bench_nccl_type(b->opt.dtype),
+    rc = ncclAllReduce(buffer_of(b, impl, 0), buffer_of(b, impl, 1), count, bench_nccl_type(b->opt.dtype),
                        nccl_op_of(b->opt.op), comm, b->stream);
     if (rc == ncclSuccess)
         return RUN_OK;

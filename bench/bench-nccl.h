@@ -28,7 +28,7 @@ void bench_nccl_teardown(bench_t *b);
 void bench_nccl_sym_setup(bench_t *b);
 void bench_nccl_sym_teardown(bench_t *b);
 #endif
-/* ncclAllReduce of impl's buffers (send_of, recv_of) on its communicator, on b->stream. */
+/* ncclAllReduce of impl's buffers (buffer_of) on its communicator, on b->stream. */
 run_t bench_nccl_run(bench_t *b, int impl, size_t count);
 
 #endif

@@ -180,25 +180,15 @@ static inline int has(const bench_t *b, int impl)
     return (b->opt.impls & IMPL_BIT(impl)) != 0;
 }
 
-/* The buffers an implementation reduces: b->send and b->recv, but nccl-sym's own. */
-static inline void *send_of(const bench_t *b, int impl)
+/* The buffer an implementation reduces from (recv 0) or into (recv 1): b->send or b->recv, but nccl-sym's own. */
+static inline void *buffer_of(const bench_t *b, int impl, int recv)
 {
 #ifdef BENCH_NCCL_SYM
     if (impl == IMPL_NCCL_SYM)
-        return b->sym_send;
+        return recv ? b->sym_recv : b->sym_send;
 #endif
     (void)impl;
-    return b->send;
-}
-
-static inline void *recv_of(const bench_t *b, int impl)
-{
-#ifdef BENCH_NCCL_SYM
-    if (impl == IMPL_NCCL_SYM)
-        return b->sym_recv;
-#endif
-    (void)impl;
-    return b->recv;
+    return recv ? b->recv : b->send;
 }
 
 /*

@@ -188,15 +188,15 @@ static run_t check(bench_t *b, int impl, size_t count, long long *wrong)
 
     reduced_ranks(b, impl, &rank, &nranks);
     bench_check_fill(b->host, count, b->opt.dtype, b->opt.op, rank, nranks);
-    bench_copy(b, send_of(b, impl), b->host, bytes);
+    bench_copy(b, buffer_of(b, impl, 0), b->host, bytes);
     if (!b->opt.inplace)
-        bench_poison(b, recv_of(b, impl), bytes);
+        bench_poison(b, buffer_of(b, impl, 1), bytes);
     status = run_once(b, impl, count);
     bench_stream_sync(b);
     status = bench_agree(bench_async_status(b, impl, status));
     if (status != RUN_OK)
         return status;
-    bench_copy(b, b->host, recv_of(b, impl), bytes);
+    bench_copy(b, b->host, buffer_of(b, impl, 1), bytes);
     mine = (long long)bench_check_count(b->host, count, b->opt.dtype, b->opt.op, nranks,
                                         bench_avg_ulps(b, impl));
     MPI_Allreduce(&mine, wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
