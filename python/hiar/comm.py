@@ -116,7 +116,8 @@ class Comm:
 
         x: [..., hidden] (the last dimension is normalised, the others are
         tokens), float32, float16 or bfloat16; weight: hidden elements of one
-        of those; residual (None or like x) becomes residual + sum(x);
+        of those; residual (None or like x, the same values on every rank,
+        as tensor parallelism keeps it) becomes residual + sum(x);
         out = r / sqrt(mean(r^2) + eps) * weight (1 + weight with gemma), r
         the (residual +) sum, into out (None: into x).  Streams and memory as
         allreduce.
