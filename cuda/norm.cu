@@ -167,10 +167,12 @@ __host__ __device__ static inline rows_slot rows_slot_of(size_t rows, size_t row
     return L;
 }
 
-/* First row of owner p (p = n: rows). */
-__device__ __forceinline__ size_t rows_first(size_t rows, int n, int p)
+/* The rows owner p takes: the first, and *count of them (n contiguous ranges). */
+__device__ __forceinline__ size_t owner_rows(size_t rows, int n, int p, size_t *count)
 {
-    return rows * (size_t)p / (size_t)n;
+    size_t first = rows * (size_t)p / (size_t)n;
+    *count = rows * (size_t)(p + 1) / (size_t)n - first;
+    return first;
 }
 
 template <typename T, typename W>
@@ -190,12 +192,13 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         return reinterpret_cast<uint4 *>(a.base[rank] + slot + L.ag + row * L.stride) + u;
     };
     auto scale_at = [&](int rank, size_t row) { return reinterpret_cast<float *>(a.base[rank] + slot + L.scales) + row; };
-    const size_t mine = rows_first(rows, a.n, a.me), owned = rows_first(rows, a.n, a.me + 1) - mine;
+    size_t owned;
+    const size_t mine = owner_rows(rows, a.n, a.me, &owned);
     hiar_waiter w = waiter_begin(a);
 
     for (int k = 1; k < a.n; k++) {
         int p = (a.me + k) % a.n;
-        size_t first = rows_first(rows, a.n, p), count = rows_first(rows, a.n, p + 1) - first;
+        size_t count, first = owner_rows(rows, a.n, p, &count);
         for (size_t j = blockIdx.x; j < count; j += gridDim.x)
             for (size_t u = threadIdx.x; u < units; u += blockDim.x)
                 *rs(p, a.me, j, u) = load_unit<HIAR_UNIT>(in + (first + j) * nm.row_bytes, u * HIAR_UNIT,
@@ -225,8 +228,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         }
         if (exchange_signal(a, HIAR_IPC_FLAG_AG, value, w))
             for (int k = 1; k < a.n; k++) {
-                int p = (a.me + k) % a.n;
-                size_t first = rows_first(rows, a.n, p), count = rows_first(rows, a.n, p + 1) - first;
+                size_t count, first = owner_rows(rows, a.n, (a.me + k) % a.n, &count);
                 for (size_t row = first + blockIdx.x; row < first + count; row += gridDim.x) {
                     const float scale = __ldcg(scale_at(a.me, row));
                     for (size_t u = threadIdx.x; u < units; u += blockDim.x) {
@@ -300,7 +302,8 @@ int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c)
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
-    size_t rows = c->count / nm.hidden, per = (rows + (size_t)a->n - 1) / (size_t)a->n;
+    size_t rows = c->count / nm.hidden;
+    rows_slot L = rows_slot_of(rows, nm.row_bytes, a->n);
 
     return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
@@ -309,8 +312,8 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
         if (c->plan.kernel == HIAR_KERNEL_LL)
             return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
                                                           : launch_fused<T, W, ll_flagged>(a, c, nm);
-        return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(per < a->max_blocks ? per : a->max_blocks),
-                               norm_threads(rows_slot_of(rows, nm.row_bytes, a->n).stride / HIAR_UNIT),
+        return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(L.per < a->max_blocks ? L.per : a->max_blocks),
+                               norm_threads(L.stride / HIAR_UNIT),
                                (cudaStream_t)c->stream, *a, (const char *)c->sendbuf, (char *)c->recvbuf, nm, rows);
     });
 }
