@@ -68,15 +68,31 @@ size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def)
     return best;
 }
 
+/*
+ * The device ladder: 1 KB to 256 MB by x4, and 512 KB, the largest message
+ * the LL kernel's packet area takes: its budget per rank (core/plan.h)
+ * gives LL up to 256 KB on 4 ranks, and the x4 ladder never timed LL
+ * against push at 512 KB, where LL was 3.2x faster on one H200 (4 ranks
+ * under MPS, bf16, in CUDA graphs: 7.1 against 22.3 us).  Each size serves
+ * the messages nearest it on a log scale: up to the geometric mean with
+ * the next size (x2 between sizes 4x apart), the top one up to 2x itself.
+ */
+static const struct {
+    size_t bytes, upto;
+} dev_ladder[HIAR_TUNE_DEV_NSIZES] = {
+    {1 << 10, 2 << 10},    {4 << 10, 8 << 10},     {16 << 10, 32 << 10},   {64 << 10, 128 << 10},
+    {256 << 10, 370727},   {512 << 10, 741455},    {1 << 20, 2 << 20},     {4 << 20, 8 << 20},
+    {16 << 20, 32 << 20},  {64 << 20, 128 << 20},  {256u << 20, 512u << 20}};
+
 size_t hiar_tune_dev_size(int i)
 {
-    return HIAR_TUNE_DEV_MIN_BYTES << (2 * i);
+    return dev_ladder[i].bytes;
 }
 
 int hiar_tune_dev_bucket(size_t bytes, int n)
 {
     for (int i = 0; i < n && i < HIAR_TUNE_DEV_NSIZES; i++)
-        if (bytes <= 2 * hiar_tune_dev_size(i))
+        if (bytes <= dev_ladder[i].upto)
             return i;
     return -1;
 }
@@ -146,10 +162,12 @@ hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t 
 
     for (int g = 0; g < f->ngroups && n < sizeof(groups); g++)
         n += (size_t)snprintf(groups + n, sizeof(groups) - n, "%s%d", g ? "," : "", f->group_sizes[g]);
-    /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split. */
-    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) gpu=%s mpi=%s",
+    /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split.  The
+     * device ladder's length is in it: a cache of another ladder names paths for other sizes. */
+    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) gpu=%s mpi=%s "
+                           "ladder=%d",
                  hiar_version(), f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->layout,
-                 f->gpu, f->mpi);
+                 f->gpu, f->mpi, HIAR_TUNE_DEV_NSIZES);
     if (w < 0 || (size_t)w >= len || n >= sizeof(groups))
         return hiar_error_set(HIAR_INTERNAL_ERROR, "the tuning signature needs more than %zu bytes", len);
     for (char *c = out; *c; c++)

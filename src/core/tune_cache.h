@@ -32,9 +32,9 @@
 
 typedef enum { HIAR_TUNED_DEFAULTS, HIAR_TUNED_CACHE, HIAR_TUNED_MEASURED } hiar_tune_from_t;
 
-/* Device buffers: a ladder of 1 KB to 256 MB by x4 (10 sizes), and the paths timed on it. */
-#define HIAR_TUNE_DEV_NSIZES 10
-#define HIAR_TUNE_DEV_MIN_BYTES ((size_t)1024)
+/* Device buffers: a ladder of 1 KB to 256 MB by x4 and 512 KB (11 sizes, tune_cache.c), and the paths timed
+ * on it. */
+#define HIAR_TUNE_DEV_NSIZES 11
 typedef enum {
     HIAR_TUNE_DEV_BUILTIN, /* the plan's built-in choice (core/plan.c) */
     /* one group's kernels */
@@ -83,7 +83,7 @@ typedef struct {
 } hiar_tune_dev_table_t;
 
 /* Device ladder size i; the ladder size whose choice serves a message of bytes (the nearest on a log
- * scale: (size/2, 2 size]), -1 above the ladder's top or past n sizes. */
+ * scale), -1 above twice the ladder's top or past n sizes. */
 size_t hiar_tune_dev_size(int i);
 int hiar_tune_dev_bucket(size_t bytes, int n);
 /* "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "flat", "hier"; NULL past the end. */

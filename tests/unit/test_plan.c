@@ -577,8 +577,9 @@ Test(plan, tuned_device_paths)
     memset(dev, HIAR_TUNE_DEV_BUILTIN, sizeof(dev));
     dev[2] = HIAR_TUNE_DEV_PULL;    /* 16 KB */
     dev[4] = HIAR_TUNE_DEV_TWOSHOT; /* 256 KB */
-    dev[6] = HIAR_TUNE_DEV_LL;      /* 4 MB: past the LL area */
-    dev[7] = HIAR_TUNE_DEV_PUSH;    /* 16 MB */
+    dev[5] = HIAR_TUNE_DEV_LL;      /* 512 KB */
+    dev[7] = HIAR_TUNE_DEV_LL;      /* 4 MB: past the LL area */
+    dev[8] = HIAR_TUNE_DEV_PUSH;    /* 16 MB */
     in.nranks = 2;
     in.ngroups = in.host_ngroups = 1;
     in.host_nshards = in.device_nshards = 2;
@@ -615,12 +616,17 @@ Test(plan, tuned_device_paths)
     in.nranks = 4;
     in.bytes = 16 * M;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    /* 4 ranks at 512 KB: push built in (LL's budget ends at 256 KB), LL tuned (the whole packet area) */
+    in.bytes = 512 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "%s", hiar_plan_name(hiar_plan_choose(&in)));
     in.tuned_device_n = 0;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.bytes = 16 * M;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT));
     /* over 2 groups with the group over the host: flat at 1 MB (above its limit), hier at 4 KB */
     memset(dev, HIAR_TUNE_DEV_BUILTIN, sizeof(dev));
     dev[1] = HIAR_TUNE_DEV_HIER;
-    dev[5] = HIAR_TUNE_DEV_FLAT;
+    dev[6] = HIAR_TUNE_DEV_FLAT; /* 1 MB */
     in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
     in.ngroups = in.host_ngroups = 2;
     in.hier_ready = in.between_gpu = 1;

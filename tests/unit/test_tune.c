@@ -34,6 +34,7 @@ Test(tune, signature_names_what_the_choice_depends_on)
              hiar_version());
     cr_expect(strstr(sig, want) == sig, "signature %s should start %s", sig, want);
     cr_expect(strstr(sig, "mpi=Open MPI v4.1.6"), "%s", sig);
+    cr_expect(strstr(sig, " ladder=11"), "a cache of another device ladder must not match: %s", sig);
     f.nhosts = 2;
     cr_assert_eq(hiar_tune_signature(&f, other, sizeof(other)), HIAR_SUCCESS);
     cr_expect_str_neq(sig, other);
@@ -313,6 +314,17 @@ Test(tune, dev_bucket_is_the_nearest_size)
     cr_expect_eq(hiar_tune_dev_bucket(1, HIAR_TUNE_DEV_NSIZES), 0);
     cr_expect_eq(hiar_tune_dev_bucket(2048, HIAR_TUNE_DEV_NSIZES), 0);
     cr_expect_eq(hiar_tune_dev_bucket(2049, HIAR_TUNE_DEV_NSIZES), 1);
+    /* 512 KB between 256 KB and 1 MB: each serves up to the geometric mean with the next. */
+    cr_expect_eq(hiar_tune_dev_size(4), 256 * 1024);
+    cr_expect_eq(hiar_tune_dev_size(5), 512 * 1024);
+    cr_expect_eq(hiar_tune_dev_size(6), 1024 * 1024);
+    cr_expect_eq(hiar_tune_dev_bucket(360 * 1024, HIAR_TUNE_DEV_NSIZES), 4);
+    cr_expect_eq(hiar_tune_dev_bucket(400 * 1024, HIAR_TUNE_DEV_NSIZES), 5);
+    cr_expect_eq(hiar_tune_dev_bucket(512 * 1024, HIAR_TUNE_DEV_NSIZES), 5);
+    cr_expect_eq(hiar_tune_dev_bucket(720 * 1024, HIAR_TUNE_DEV_NSIZES), 5);
+    cr_expect_eq(hiar_tune_dev_bucket(730 * 1024, HIAR_TUNE_DEV_NSIZES), 6);
+    cr_expect_eq(hiar_tune_dev_bucket(2 * 1024 * 1024, HIAR_TUNE_DEV_NSIZES), 6);
+    cr_expect_eq(hiar_tune_dev_bucket(2 * 1024 * 1024 + 1, HIAR_TUNE_DEV_NSIZES), 7);
     cr_expect_eq(hiar_tune_dev_bucket((size_t)512 << 20, HIAR_TUNE_DEV_NSIZES), HIAR_TUNE_DEV_NSIZES - 1);
     cr_expect_eq(hiar_tune_dev_bucket(((size_t)512 << 20) + 1, HIAR_TUNE_DEV_NSIZES), -1, "above the ladder");
     cr_expect_eq(hiar_tune_dev_bucket(64 * 1024, 3), -1, "past the sizes tuned");
@@ -417,9 +429,9 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll nosuch\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice \n",
-        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice a b c d e f g h i j k\n",
+        "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice a b c d e f g h i j k l\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat flat flat flat flat flat "
-        "flat flat flat flat flat\n",
+        "flat flat flat flat flat flat\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat hier\ndevice-graph flat\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice-graph flat\n",
         "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice flat\ndevice-graph nosuch\n",
