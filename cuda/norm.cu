@@ -91,7 +91,7 @@ __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t 
         for (unsigned base = 0; base < slices; base += 32) {
             const unsigned s = base + lane;
             float v = mine;
-            if (s < slices && first + s != blockIdx.x) {
+            if (fine && s < slices && first + s != blockIdx.x) {
                 uint64_t p = partial[first + s];
                 while ((uint32_t)(p >> 32) != tag && (fine = waiter_poll(w)))
                     p = partial[first + s];

@@ -57,16 +57,17 @@ for mode in $modes; do
         HIAR_TUNE=1 bench "$np" "$groups" -m $mode --tune >"$out/tune-$name.log" 2>&1
         grep -E "tuning|^ +[0-9]+ |bytes|WARN|device paths tuned" "$out/tune-$name.log" | tee -a "$out/summary.txt"
         if [ $mode = host ]; then
-            ladders=("-b 256 -e 1M")
-        else # tuning times bfloat16 and float32: both eager, and bfloat16 in CUDA graphs
-            ladders=("-d bfloat16 -b 1K -e 256M" "-d float32 -b 1K -e 256M" "-d bfloat16 -b 1K -e 16M --graph")
+            ladders=("-b 256 -e 1M -f 4")
+        else # tuning times bfloat16 and float32: both eager, and bfloat16 in CUDA graphs; 512 KB is a rung too
+            ladders=("-d bfloat16 -b 1K -e 256M -f 4" "-d float32 -b 1K -e 256M -f 4"
+                "-d bfloat16 -b 1K -e 16M -f 4 --graph" "-d bfloat16 -b 256K -e 1M -f 2 --graph")
         fi
         for l in "${ladders[@]}"; do
             csv=$out/side-$name-$(echo "$l" | tr -d ' -').csv
             for i in $(seq "${TUNE_ROUNDS:-3}"); do
                 for t in 0 auto; do
                     # shellcheck disable=SC2086
-                    HIAR_TUNE=$t bench "$np" "$groups" -m $mode --impl hiar $l -f 4 -n 100 -w 10 --csv \
+                    HIAR_TUNE=$t bench "$np" "$groups" -m $mode --impl hiar $l -n 100 -w 10 --csv \
                         2>>"$out/side-$name.log" | sed "s/^/$t,/" >>"$csv"
                 done
             done

@@ -154,6 +154,18 @@ void hiar_tune_dev_choose(const hiar_tune_dev_table_t *t, int m, unsigned char c
     }
 }
 
+/* The signature's last field: the device ladder's length. */
+#define LADDER_FMT " ladder=%d"
+
+/* Whether a signature is of this build's device ladder (its last field). */
+static int same_ladder(const char *signature)
+{
+    char mine[32];
+    size_t n = (size_t)snprintf(mine, sizeof(mine), LADDER_FMT, HIAR_TUNE_DEV_NSIZES), len = strlen(signature);
+
+    return len >= n && strcmp(signature + len - n, mine) == 0;
+}
+
 hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t len)
 {
     char groups[256] = "";
@@ -164,8 +176,7 @@ hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t 
         n += (size_t)snprintf(groups + n, sizeof(groups) - n, "%s%d", g ? "," : "", f->group_sizes[g]);
     /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split.  The
      * device ladder's length is in it: a cache of another ladder names paths for other sizes. */
-    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) gpu=%s mpi=%s "
-                           "ladder=%d",
+    w = snprintf(out, len, "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) gpu=%s mpi=%s" LADDER_FMT,
                  hiar_version(), f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->layout,
                  f->gpu, f->mpi, HIAR_TUNE_DEV_NSIZES);
     if (w < 0 || (size_t)w >= len || n >= sizeof(groups))
@@ -411,6 +422,10 @@ hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, 
         return ignored(why, whylen, "written by hiar %s, this is %s", c.version, hiar_version());
     if (signature && strcmp(c.signature, signature) != 0)
         return ignored(why, whylen, "of another signature (%s; this comm's: %s)", c.signature, signature);
+    /* Read for any signature (hiar-info): device paths named for another ladder's sizes are not shown as ours. */
+    if (!signature && c.l.device_n && !same_ladder(c.signature))
+        return ignored(why, whylen, "of another device ladder (this hiar's signatures end \"" LADDER_FMT "\")",
+                       HIAR_TUNE_DEV_NSIZES);
     if (c.device_n[HIAR_TUNE_DEV_GRAPH] >= 0 && c.device_n[HIAR_TUNE_DEV_GRAPH] != c.device_n[HIAR_TUNE_DEV_EAGER])
         return ignored(why, whylen, "corrupt: %d device paths for graphs, %d for eager calls (expected as many)",
                        c.device_n[HIAR_TUNE_DEV_GRAPH], c.device_n[HIAR_TUNE_DEV_EAGER]);

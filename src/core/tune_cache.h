@@ -168,9 +168,10 @@ typedef enum { HIAR_TUNE_CACHE_ABSENT, HIAR_TUNE_CACHE_IGNORED, HIAR_TUNE_CACHE_
 
 /*
  * Reads the cache at path for signature (NULL: any signature, as hiar-info
- * lists them): LOADED with *l, ABSENT where there is no file, IGNORED where
- * it is corrupt, of another hiar version or another signature, or holds a
- * limit out of range (why says which; the caller logs it).  signature_out,
+ * lists them; but device paths of another device ladder are not any): LOADED
+ * with *l, ABSENT where there is no file, IGNORED where it is corrupt, of
+ * another hiar version or another signature, or holds a limit out of range
+ * (why says which; the caller logs it).  signature_out,
  * when not NULL, gets the file's signature.
  */
 hiar_tune_cache_t hiar_tune_cache_read(const char *path, const char *signature, hiar_tune_limits_t *l,

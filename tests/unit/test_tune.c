@@ -454,6 +454,12 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     cr_expect_eq(got.device_n, 2);
     cr_expect_eq(got.device[HIAR_TUNE_DEV_GRAPH][0], HIAR_TUNE_DEV_LL);
     cr_expect_eq(got.device[HIAR_TUNE_DEV_GRAPH][1], HIAR_TUNE_DEV_PULL);
+    /* Read for any signature (hiar-info): device paths of another ladder (or of none) are not shown as ours. */
+    cr_expect_eq(hiar_tune_cache_read(path, NULL, &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_IGNORED);
+    cr_expect(strstr(why, "another device ladder"), "%s", why);
+    snprintf(text, sizeof(text), "s ladder=%d", HIAR_TUNE_DEV_NSIZES);
+    cr_assert_eq(hiar_tune_cache_write(path, text, &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
+    cr_expect_eq(hiar_tune_cache_read(path, NULL, &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
     /* A cache written before device paths were tuned: loaded, none tuned. */
     l.device_n = 0;
     cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
