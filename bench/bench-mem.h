@@ -20,7 +20,7 @@ void bench_stream_sync(const bench_t *b);
 void bench_stream_busy(const bench_t *b, int ms);
 void bench_copy(const bench_t *b, void *dst, const void *src, size_t bytes);
 void bench_poison(const bench_t *b, void *buf, size_t bytes);
-/* Collective: rank 0 alone times copies of recv into its pinned host buffer (b->copy_gbps). */
+/* Collective: pinned copies' rates, rank 0 alone (b->copy_gbps) and every rank both ways (b->copy_shared_gbps). */
 void bench_copy_reference(bench_t *b);
 
 #endif

@@ -389,9 +389,11 @@ static void print_info(const bench_t *b)
     if (mpi && o->graph)
         fprintf(b->info, "# mpi: timed eagerly (MPI calls cannot be captured in a CUDA graph)\n");
     if (b->copy_gbps > 0.0)
-        fprintf(b->info, "# reference: pinned device-to-host copy of %zu bytes, rank 0 alone: %.1f GB/s (best of 5; "
-                         "the bus bandwidth of the pinned-host transport is judged against it)\n",
-                b->copy_bytes, b->copy_gbps);
+        fprintf(b->info, "# reference: pinned device-to-host copy of %zu bytes, rank 0 alone: %.1f GB/s; every rank "
+                         "at once, copying half as much each way at the same time: %.1f GB/s a rank and direction "
+                         "(the least; ranks that share a GPU share its link) (best of 5; the bus bandwidth of the "
+                         "pinned-host transport is judged against them)\n",
+                b->copy_bytes, b->copy_gbps, b->copy_shared_gbps);
     if (o->overlap)
         fprintf(b->info, "# overlap: time = how soon a call returns to the caller with %d ms of work ahead of it "
                          "on the stream (the stream waits on the GPU for a word a thread sets then), mean over ITERS calls, max "
