@@ -25,8 +25,12 @@
 #define HIAR_DEVICE_HIER_MIN (16 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
- * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message, so more ranks
- * get less. */
+ * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message in flagged
+ * packets, so more ranks get less.  Data-only packets (float types from
+ * LL_DATA_ONLY_MIN, cuda/ll.cuh) write (n-1) x, as push does, and there the
+ * rule may be too strict: on one H200 under MPS, 4 ranks, bf16, in graphs,
+ * LL took 7.0 us at 512 KB against push's 21.1.  Not changed on one GPU's
+ * evidence; tuning's 512 KB rung finds it (core/tune_cache.c). */
 #define HIAR_IPC_ONESHOT_BUDGET (1024 * 1024)
 /* Largest LL message through pinned host memory when HIAR_ONESHOT_MAX is 0:
  * every packet is polled over PCIe.  On one H200, 2 ranks, bf16, eager
