@@ -89,22 +89,29 @@ void bench_nccl_setup(bench_t *b)
     }
 }
 
+/* A failure on the way out: said, not fatal (the rows are printed already). */
+static void nccl_warn(const bench_t *b, ncclResult_t rc, const char *what)
+{
+    if (rc != ncclSuccess)
+        fprintf(stderr, "hiar-bench: rank %d: %s: %s\n", b->rank, what, ncclGetErrorString(rc));
+}
+
 /* Destroys comm, or aborts it after a failure; cleanup (registrations) only on the way to a destroy. */
 static void nccl_end(bench_t *b, int impl, ncclComm_t comm, void (*cleanup)(bench_t *b))
 {
     if (b->dead[impl]) {
-        ncclCommAbort(comm);
+        nccl_warn(b, ncclCommAbort(comm), "ncclCommAbort");
         return;
     }
     cleanup(b);
-    ncclCommDestroy(comm);
+    nccl_warn(b, ncclCommDestroy(comm), "ncclCommDestroy");
 }
 
 static void deregister(bench_t *b)
 {
     for (int i = 0; i < 2; i++)
         if (b->nccl_reg[i])
-            ncclCommDeregister(b->nccl, b->nccl_reg[i]);
+            nccl_warn(b, ncclCommDeregister(b->nccl, b->nccl_reg[i]), "ncclCommDeregister");
 }
 
 void bench_nccl_teardown(bench_t *b)
@@ -116,13 +123,37 @@ void bench_nccl_teardown(bench_t *b)
 #ifdef BENCH_NCCL_SYM
 /*
  * NCCL's symmetric kernels (2.27 and later: its fastest small-message path
- * on NVLink) take buffers from ncclMemAlloc registered on every rank as a
- * symmetric window; they are nccl-sym's own (buffer_of).
+ * on NVLink; with NCCL_NVLS_ENABLE=0 the unicast ones only) take buffers
+ * from ncclMemAlloc registered on every rank as a symmetric window; they
+ * are nccl-sym's own (buffer_of).  NCCL picks them only for sum on
+ * float16, bfloat16 and float32 (2.27-2.28), where every pair of GPUs has
+ * P2P and cuMem is on; elsewhere it runs its plain kernels on that memory,
+ * which this column would mislabel: other ops and dtypes show n/a.
  */
+static const char *sym_unfit(const bench_t *b)
+{
+    hiar_dtype_t t = b->opt.dtype;
+    int version = 0;
+
+    if (ncclGetVersion(&version) != ncclSuccess || version < NCCL_VERSION(2, 27, 0))
+        return "the NCCL loaded is older than 2.27 (no symmetric windows)";
+    if (b->opt.op != HIAR_SUM || (t != HIAR_FLOAT16 && t != HIAR_BFLOAT16 && t != HIAR_FLOAT32))
+        return "NCCL's symmetric kernels take sum on float16, bfloat16 and float32 only";
+    return NULL;
+}
+
 void bench_nccl_sym_setup(bench_t *b)
 {
-    if (!nccl_init(b, IMPL_NCCL_SYM, &b->nccl_sym))
+    const char *unfit = sym_unfit(b); /* the same on every rank: the options and the library are */
+
+    if (unfit)
+        snprintf(b->na_reason[IMPL_NCCL_SYM], sizeof b->na_reason[IMPL_NCCL_SYM], "%s", unfit);
+    if (unfit || !nccl_init(b, IMPL_NCCL_SYM, &b->nccl_sym)) {
+        /* n/a (no communicator): the check before the run fills the bench's own buffers, never freed here. */
+        b->sym_send = b->send;
+        b->sym_recv = b->recv;
         return;
+    }
     NCCL_DIE(ncclMemAlloc(&b->sym_send, b->opt.max_bytes));
     b->sym_recv = b->sym_send;
     if (!b->opt.inplace)
@@ -138,7 +169,7 @@ static void window_deregister(bench_t *b)
 {
     for (int i = 0; i < 2; i++)
         if (b->sym_win[i])
-            ncclCommWindowDeregister(b->nccl_sym, b->sym_win[i]);
+            nccl_warn(b, ncclCommWindowDeregister(b->nccl_sym, b->sym_win[i]), "ncclCommWindowDeregister");
 }
 
 void bench_nccl_sym_teardown(bench_t *b)
@@ -147,8 +178,8 @@ void bench_nccl_sym_teardown(bench_t *b)
         return;
     nccl_end(b, IMPL_NCCL_SYM, b->nccl_sym, window_deregister);
     if (b->sym_recv != b->sym_send)
-        ncclMemFree(b->sym_recv);
-    ncclMemFree(b->sym_send);
+        nccl_warn(b, ncclMemFree(b->sym_recv), "ncclMemFree");
+    nccl_warn(b, ncclMemFree(b->sym_send), "ncclMemFree");
 }
 #endif
 
@@ -161,7 +192,7 @@ run_t bench_nccl_run(bench_t *b, int impl, size_t count)
     if (impl == IMPL_NCCL_SYM)
         comm = b->nccl_sym;
 #endif
-    if (!comm) /* gpu_shared: na_reason says why */
+    if (!comm) /* gpu_shared or sym_unfit: na_reason says why */
         return RUN_NA;
     rc = ncclAllReduce(buffer_of(b, impl, 0), buffer_of(b, impl, 1), count, bench_nccl_type(b->opt.dtype),
                        nccl_op_of(b->opt.op), comm, b->stream);
