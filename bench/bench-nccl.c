@@ -142,27 +142,66 @@ static const char *sym_unfit(const bench_t *b)
     return NULL;
 }
 
+/* Every rank's ok, agreed: a rank that failed makes the column n/a everywhere (the other columns go on). */
+static int all_ok(int ok)
+{
+    int all = 0;
+
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+/* The bench's own buffers in nccl-sym's place: the check before a run that says n/a fills them. */
+static void sym_na(bench_t *b, const char *why, ncclResult_t rc)
+{
+    if (why)
+        snprintf(b->na_reason[IMPL_NCCL_SYM], sizeof b->na_reason[IMPL_NCCL_SYM], "%s%s%s", why,
+                 rc != ncclSuccess ? ": " : "", rc != ncclSuccess ? ncclGetErrorString(rc) : "");
+    b->sym_send = b->send;
+    b->sym_recv = b->recv;
+}
+
+/* After a failure agreed by every rank: nothing of nccl-sym's stays (registration is NCCL's own to undo). */
+static void sym_undo(bench_t *b, void *send, void *recv)
+{
+    nccl_warn(b, ncclCommAbort(b->nccl_sym), "ncclCommAbort");
+    b->nccl_sym = NULL;
+    if (recv && recv != send)
+        nccl_warn(b, ncclMemFree(recv), "ncclMemFree");
+    if (send)
+        nccl_warn(b, ncclMemFree(send), "ncclMemFree");
+}
+
 void bench_nccl_sym_setup(bench_t *b)
 {
     const char *unfit = sym_unfit(b); /* the same on every rank: the options and the library are */
+    void *send = NULL, *recv = NULL;
+    ncclResult_t rc;
 
-    if (unfit)
-        snprintf(b->na_reason[IMPL_NCCL_SYM], sizeof b->na_reason[IMPL_NCCL_SYM], "%s", unfit);
     if (unfit || !nccl_init(b, IMPL_NCCL_SYM, &b->nccl_sym)) {
-        /* n/a (no communicator): the check before the run fills the bench's own buffers, never freed here. */
-        b->sym_send = b->send;
-        b->sym_recv = b->recv;
+        sym_na(b, unfit, ncclSuccess);
         return;
     }
-    NCCL_DIE(ncclMemAlloc(&b->sym_send, b->opt.max_bytes));
-    b->sym_recv = b->sym_send;
-    if (!b->opt.inplace)
-        NCCL_DIE(ncclMemAlloc(&b->sym_recv, b->opt.max_bytes));
-    NCCL_DIE(ncclCommWindowRegister(b->nccl_sym, b->sym_send, b->opt.max_bytes, &b->sym_win[0],
-                                    NCCL_WIN_COLL_SYMMETRIC));
-    if (b->sym_recv != b->sym_send)
-        NCCL_DIE(ncclCommWindowRegister(b->nccl_sym, b->sym_recv, b->opt.max_bytes, &b->sym_win[1],
-                                        NCCL_WIN_COLL_SYMMETRIC));
+    rc = ncclMemAlloc(&send, b->opt.max_bytes);
+    recv = send;
+    if (rc == ncclSuccess && !b->opt.inplace)
+        rc = ncclMemAlloc(&recv, b->opt.max_bytes);
+    /* Registration is collective: every rank starts it, or none. */
+    if (!all_ok(rc == ncclSuccess)) {
+        sym_undo(b, send, rc == ncclSuccess ? recv : NULL);
+        sym_na(b, "ncclMemAlloc failed on a rank", rc);
+        return;
+    }
+    rc = ncclCommWindowRegister(b->nccl_sym, send, b->opt.max_bytes, &b->sym_win[0], NCCL_WIN_COLL_SYMMETRIC);
+    if (rc == ncclSuccess && recv != send)
+        rc = ncclCommWindowRegister(b->nccl_sym, recv, b->opt.max_bytes, &b->sym_win[1], NCCL_WIN_COLL_SYMMETRIC);
+    if (!all_ok(rc == ncclSuccess)) {
+        sym_undo(b, send, recv);
+        sym_na(b, "ncclCommWindowRegister failed on a rank", rc);
+        return;
+    }
+    b->sym_send = send;
+    b->sym_recv = recv;
 }
 
 static void window_deregister(bench_t *b)
