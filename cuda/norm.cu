@@ -32,13 +32,13 @@
  * token, 6.02 against 5.43 at 8192, 1 token, 5.59 against 5.73 at 8192, 16
  * tokens; two packets kept per thread (slices of 1024) spilled at the 64
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
- * The partial sums traded by a warp, a lane per slice (the polls at once,
- * not one after another), same setup, us at 1 / 4 tokens, 2 ranks: 4096
- * 4.47 / 5.06 with slices of 512 packets (4.64 / 5.00 polled in turn), 256
- * 4.90 / 5.15, 128 4.86 / 5.07, 64 5.27 / 5.77; 8192 5.39 / 5.70 (512),
- * 5.08 / 5.25 (256), 5.31 / 5.91 (128); 4 ranks, 4096 6.62 / 7.07 (512),
- * 6.93 / 7.20 (256); 8192 7.56 / 7.75 (512), 7.17 / 7.30 (256): smaller
- * slices won at 8192 by less than runs vary, lost at 4096.
+ * Tried and not kept (2026-12-03, same setup, against this kernel in an
+ * earlier machine start): the partials polled at once by a warp, a lane per
+ * slice, took 4.47 against 4.64 at 2 ranks, 1 token x 4096, but 6.62
+ * against 6.43 at 4 ranks, 1 x 4096, 7.56 against 7.02 at 4 ranks, 1 x
+ * 8192, 5.99 against 5.73 at 2 ranks, 16 x 8192; with it, slices of 256
+ * packets won at 1-4 tokens x 8192 (5.08 against 5.39 at 2 ranks, 7.17
+ * against 7.56 at 4) and lost at 16-32 tokens x 8192 and at 4096.
  *
  * By rows (larger calls, in place of the push or two-shot kernel; pull,
  * chosen where posted writes are slow, stays unfused), one launch: rows
@@ -65,10 +65,8 @@
 
 /*
  * The row's sum of squares from its `slices` blocks' partials (this block's
- * is `mine`): published with the call's epoch, and gathered by the first
- * warp, a lane per slice, so that the polls (each an L2 round trip) overlap
- * instead of following each other; then summed in slice order (the same
- * bits on every rank). false: gave up waiting (a block of the row gave up).
+ * is `mine`): published with the call's epoch, gathered in slice order.
+ * false: gave up waiting (a block of the row gave up).
  */
 __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t e, unsigned slices, float mine,
                                              float *sum, hiar_waiter &w)
@@ -77,34 +75,24 @@ __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t 
     __shared__ int ok;
     volatile uint64_t *partial = a.state->norm_partial;
     const uint32_t tag = (uint32_t)e;
-    const unsigned first = blockIdx.x / slices * slices, lane = threadIdx.x;
 
     if (slices == 1) {
         *sum = mine;
         return true;
     }
-    if (threadIdx.x < 32) {
+    if (threadIdx.x == 0) {
+        unsigned first = blockIdx.x / slices * slices;
         float t = 0;
         bool fine = true;
-        if (lane == 0)
-            partial[blockIdx.x] = (uint64_t)tag << 32 | __float_as_uint(mine);
-        for (unsigned base = 0; base < slices; base += 32) {
-            const unsigned s = base + lane;
-            float v = mine;
-            if (fine && s < slices && first + s != blockIdx.x) {
-                uint64_t p = partial[first + s];
-                while ((uint32_t)(p >> 32) != tag && (fine = waiter_poll(w)))
-                    p = partial[first + s];
-                v = __uint_as_float((uint32_t)p);
-            }
-            for (unsigned k = 0; k < 32 && base + k < slices; k++)
-                t += __shfl_sync(0xffffffffu, v, (int)k);
+        partial[blockIdx.x] = (uint64_t)tag << 32 | __float_as_uint(mine);
+        for (unsigned s = 0; s < slices && fine; s++) {
+            uint64_t v = partial[first + s];
+            while ((uint32_t)(v >> 32) != tag && (fine = waiter_poll(w)))
+                v = partial[first + s];
+            t += __uint_as_float((uint32_t)v);
         }
-        fine = __all_sync(0xffffffffu, fine);
-        if (lane == 0) {
-            total = t;
-            ok = fine;
-        }
+        total = t;
+        ok = fine;
     }
     __syncthreads();
     *sum = total;

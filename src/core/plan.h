@@ -29,7 +29,8 @@
  * packets, so more ranks get less.  Data-only packets (float types from
  * LL_DATA_ONLY_MIN, cuda/ll.cuh) write (n-1) x, as push does, and there the
  * rule may be too strict: on one H200 under MPS, 4 ranks, bf16, in graphs,
- * LL took 7.0 us at 512 KB against push's 21.1.  Not changed on one GPU's
+ * LL took 7.0 us at 512 KB against push's 21.1 (tuning's timing; hiar-bench
+ * 7.08 against 15.55).  Not changed on one GPU's
  * evidence; tuning's 512 KB rung finds it (core/tune_cache.c). */
 #define HIAR_IPC_ONESHOT_BUDGET (1024 * 1024)
 /* Largest LL message through pinned host memory when HIAR_ONESHOT_MAX is 0:

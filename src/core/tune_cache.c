@@ -72,8 +72,10 @@ size_t hiar_tune_choose(const hiar_tune_table_t *t, size_t def)
  * The device ladder: 1 KB to 256 MB by x4, and 512 KB, the largest message
  * the LL kernel's packet area takes: its budget per rank (core/plan.h)
  * gives LL up to 256 KB on 4 ranks, and the x4 ladder never timed LL
- * against push at 512 KB, where LL was 3.2x faster on one H200 (4 ranks
- * under MPS, bf16, in CUDA graphs: 7.1 against 22.3 us).  Each size serves
+ * against push at 512 KB, where LL was 2.2-3.2x faster on one H200 (4
+ * ranks under MPS, bf16, in CUDA graphs: hiar-bench --decode's allreduce
+ * alone at 32 x 8192 7.07 against 22.30 us, hiar-bench 7.08 against 15.55,
+ * tuning's own timing 7.0 against 21.1).  Each size serves
  * the messages nearest it on a log scale: up to the geometric mean with
  * the next size (x2 between sizes 4x apart), the top one up to 2x itself.
  */
