@@ -166,6 +166,7 @@ static void sym_undo(bench_t *b, void *send, void *recv)
 {
     nccl_warn(b, ncclCommAbort(b->nccl_sym), "ncclCommAbort");
     b->nccl_sym = NULL;
+    b->sym_win[0] = b->sym_win[1] = NULL;
     if (recv && recv != send)
         nccl_warn(b, ncclMemFree(recv), "ncclMemFree");
     if (send)
@@ -192,13 +193,14 @@ void bench_nccl_sym_setup(bench_t *b)
         sym_na(b, "ncclMemAlloc failed on a rank", rc);
         return;
     }
-    rc = ncclCommWindowRegister(b->nccl_sym, send, b->opt.max_bytes, &b->sym_win[0], NCCL_WIN_COLL_SYMMETRIC);
-    if (rc == ncclSuccess && recv != send)
-        rc = ncclCommWindowRegister(b->nccl_sym, recv, b->opt.max_bytes, &b->sym_win[1], NCCL_WIN_COLL_SYMMETRIC);
-    if (!all_ok(rc == ncclSuccess)) {
-        sym_undo(b, send, recv);
-        sym_na(b, "ncclCommWindowRegister failed on a rank", rc);
-        return;
+    for (int i = 0; i < (recv != send ? 2 : 1); i++) {
+        rc = ncclCommWindowRegister(b->nccl_sym, i ? recv : send, b->opt.max_bytes, &b->sym_win[i],
+                                    NCCL_WIN_COLL_SYMMETRIC);
+        if (!all_ok(rc == ncclSuccess)) { /* before the next registration, which every rank must start */
+            sym_undo(b, send, recv);
+            sym_na(b, "ncclCommWindowRegister failed on a rank", rc);
+            return;
+        }
     }
     b->sym_send = send;
     b->sym_recv = recv;

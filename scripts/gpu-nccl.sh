@@ -9,10 +9,10 @@
 #   decode   fused allreduce + RMSNorm against NCCL + the same norm kernel
 #   train    DDP's 8 buckets of 25 MB beside backward kernels (hiar, NCCL,
 #            MPI), and bench/train_ddp.py (gloo, hiar, NCCL)
-#   mps      2 ranks a GPU under CUDA MPS as 2 groups (a group of a rank
-#            per GPU: ranks go to GPU rank % ngpu, so 0,2|1,3 on 2 GPUs; and
-#            the first and second halves of the ranks) against MPI, and the
-#            NCCL columns' n/a (ranks share GPUs)
+#   mps      2 ranks a GPU under CUDA MPS (rank r on GPU r % ngpu), as a
+#            group per GPU (its two ranks: 0,2|1,3 on 2 GPUs) and as two
+#            groups, the first and second halves of the ranks, against MPI;
+#            and the NCCL columns' n/a (ranks share GPUs)
 # $2 picks the parts (default all of them, more than one 10-minute call of
 # the device tool: pass one or two per call).  Logs go to $1 (default
 # ./gpu-logs); summary.txt has the commands and the tables' rows; the exit

@@ -60,7 +60,8 @@ for mode in $modes; do
             ladders=("-b 256 -e 1M -f 4")
         else # tuning times bfloat16 and float32: both eager, and bfloat16 in CUDA graphs; 512 KB is a rung too
             ladders=("-d bfloat16 -b 1K -e 256M -f 4" "-d float32 -b 1K -e 256M -f 4"
-                "-d bfloat16 -b 1K -e 16M -f 4 --graph" "-d bfloat16 -b 256K -e 1M -f 2 --graph")
+                "-d bfloat16 -b 1K -e 16M -f 4 --graph" "-d bfloat16 -b 256K -e 1M -f 2"
+                "-d float32 -b 256K -e 1M -f 2" "-d bfloat16 -b 256K -e 1M -f 2 --graph")
         fi
         for l in "${ladders[@]}"; do
             csv=$out/side-$name-$(echo "$l" | tr -d ' -').csv
