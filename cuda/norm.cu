@@ -310,7 +310,6 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
 {
     norm_row_args nm = row_args(c);
     size_t rows = c->count / nm.hidden;
-    rows_slot L = rows_slot_of(rows, nm.row_bytes, a->n);
 
     return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
@@ -319,6 +318,7 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
         if (c->plan.kernel == HIAR_KERNEL_LL)
             return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
                                                           : launch_fused<T, W, ll_flagged>(a, c, nm);
+        const rows_slot L = rows_slot_of(rows, nm.row_bytes, a->n); /* the rows kernel's layout only */
         return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(L.per < a->max_blocks ? L.per : a->max_blocks),
                                norm_threads(L.stride / HIAR_UNIT),
                                (cudaStream_t)c->stream, *a, (const char *)c->sendbuf, (char *)c->recvbuf, nm, rows);
