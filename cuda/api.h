@@ -214,6 +214,7 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_
  * the kernels were built for it (sm_90 and later).  Returns 1 if they use it.
  */
 int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
+void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps);
 
 /*
  * The same transport over pinned host memory, for GPUs without P2P
@@ -309,6 +310,34 @@ HIAR_HD static inline size_t hiar_ipc_hier_chunk(size_t slot_bytes, int nshards)
 }
 
 /*
+ * The kernel over groups' bandwidth path cuts each shard of a chunk into
+ * ngroups parts of whole units (the last may be short), one per
+ * counterpart; a set of counterparts' slot holds, per counterpart, the part
+ * it reduces and the part it gathers.  Bytes of one part, from the largest
+ * shard of a chunk (cap).
+ */
+HIAR_HD static inline size_t hiar_ipc_part_bytes(size_t cap, int ngroups)
+{
+    return (cap / HIAR_IPC_SHARD_UNIT + (size_t)ngroups - 1) / (size_t)ngroups * HIAR_IPC_SHARD_UNIT;
+}
+
+/*
+ * Its chunk: a group's slot holds spread shards of every sender (the most
+ * of any group: n x ceil(nshards / n) for a group of n, nshards where the
+ * groups are even) and the gathered chunk; the counterparts' smallest slot
+ * (between_slot) the parts.  Larger than hiar_ipc_hier_chunk's (which
+ * allows for any group) where the groups are even: fewer exchanges.
+ */
+HIAR_HD static inline size_t hiar_ipc_hier_fused_chunk(size_t slot_bytes, int spread, size_t between_slot,
+                                                       int nshards, int ngroups)
+{
+    size_t cap = slot_bytes / ((size_t)spread + (size_t)nshards) / HIAR_IPC_SHARD_UNIT * HIAR_IPC_SHARD_UNIT;
+    size_t fits = between_slot / (2 * (size_t)ngroups * HIAR_IPC_SHARD_UNIT) * HIAR_IPC_SHARD_UNIT * (size_t)ngroups;
+
+    return (cap < fits ? cap : fits) * (size_t)nshards;
+}
+
+/*
  * One half of a hierarchical call (asynchronous on its stream), per chunk of
  * `chunk` bytes, the call cut in call->nshards shards:
  * HIAR_STEP_REDUCE_SCATTER leaves each owned shard (s % n == local rank)
@@ -319,13 +348,20 @@ hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *call, hiar_
 
 
 /*
- * Small messages over groups in one kernel (asynchronous, capturable):
- * LL one-shot in the group (group NULL: a group of one), then LL one-shot
- * with the counterparts of every shard this rank owns (between[0..n), each
- * an IPC transport of its own), packet by packet; the call's divisor is
- * applied once, at the end.  Requires bytes <= hiar_ipc_oneshot_max().
+ * A call over groups in one kernel (asynchronous, capturable), with this
+ * rank's group (NULL: a group of one) and the counterparts of every shard
+ * this rank owns (between[0..n), each a transport of its own), in at most
+ * caps' blocks (LL, two-shot), which must be the same on every rank of the
+ * comm (each transport's own are agreed among its ranks only); the call's
+ * divisor is applied once.  call->plan.alg HIAR_ALG_HIER_ONESHOT: LL in
+ * the group, then LL with the counterparts, packet by packet (requires
+ * bytes <= hiar_ipc_oneshot_max()).  HIAR_ALG_HIER: in chunks of
+ * plan.chunk (hiar_ipc_hier_fused_chunk), each shard reduce-scattered in
+ * the group, its parts reduce-scattered among the counterparts, and both
+ * all-gathered back.
  */
-hiar_result_t hiar_ipc_hier_ll(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween, const hiar_call_t *call);
+hiar_result_t hiar_ipc_hier(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween, const hiar_ipc_caps_t *caps,
+                           const hiar_call_t *call);
 
 /* HIAR_TIMEOUT if a kernel of an earlier call gave up waiting for a peer. */
 hiar_result_t hiar_ipc_status(const hiar_ipc_t *ipc);

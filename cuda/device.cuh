@@ -359,6 +359,12 @@ __device__ __forceinline__ uint64_t begin_call(const hiar_ipc_args_t &a)
     return a.state->epoch[blockIdx.x] + 1;
 }
 
+/* The epoch of this call on a second transport of the same kernel (begin_call waited once, for all of them). */
+__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
+{
+    return a.state->epoch[blockIdx.x] + 1;
+}
+
 /*
  * Block-wide, after begin_call: whether a kernel of the comm before this one
  * gave up (waiter_poll).  Then this one must not run: its inputs may be stale

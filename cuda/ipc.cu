@@ -187,6 +187,13 @@ extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps,
     return a->pdl;
 }
 
+extern "C" void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps)
+{
+    caps->ll = ipc->args.ll_blocks;
+    caps->push = ipc->args.push_blocks;
+    caps->twoshot = ipc->args.max_blocks;
+}
+
 extern "C" void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases)
 {
     for (int p = 0; p < ipc->args.n; p++)
@@ -247,19 +254,27 @@ extern "C" hiar_result_t hiar_ipc_hier_step(hiar_ipc_t *ipc, const hiar_call_t *
     return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical step kernel launch");
 }
 
-extern "C" hiar_result_t hiar_ipc_hier_ll(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween,
-                                          const hiar_call_t *call)
+extern "C" hiar_result_t hiar_ipc_hier(hiar_ipc_t *group, hiar_ipc_t *const *between, int nbetween,
+                                       const hiar_ipc_caps_t *caps, const hiar_call_t *call)
 {
-    const hiar_ipc_args_t *b[HIAR_IPC_MAX_GROUP];
+    hiar_ipc_hier_args_t h = {};
+    const bool ll = call->plan.alg == HIAR_ALG_HIER_ONESHOT;
     cudaError_t err;
 
     if (nbetween < 1 || nbetween > HIAR_IPC_MAX_GROUP)
-        return hiar_error_set(HIAR_INTERNAL_ERROR, "the latency path between groups takes 1 to %d sets of "
-                              "counterparts, not %d", HIAR_IPC_MAX_GROUP, nbetween);
+        return hiar_error_set(HIAR_INTERNAL_ERROR, "a kernel over groups takes 1 to %d sets of counterparts, not %d",
+                              HIAR_IPC_MAX_GROUP, nbetween);
+    h.group.n = 1;
+    if (group)
+        h.group = group->args;
+    h.nbetween = nbetween;
+    h.ll_blocks = caps->ll;
+    h.max_blocks = caps->twoshot;
     for (int k = 0; k < nbetween; k++)
-        b[k] = &between[k]->args;
-    err = hiar_ipc_launch_hier_ll(group ? &group->args : NULL, b, nbetween, call);
-    return err == cudaSuccess ? HIAR_SUCCESS : hiar_cuda_error(err, "hierarchical LL kernel launch");
+        h.between[k] = between[k]->args;
+    err = ll ? hiar_ipc_launch_hier_ll(&h, call) : hiar_ipc_launch_hier_twoshot(&h, call);
+    return err == cudaSuccess ? HIAR_SUCCESS
+                              : hiar_cuda_error(err, ll ? "hierarchical LL kernel launch" : "hierarchical two-shot kernel launch");
 }
 
 extern "C" void hiar_ipc_share_control(hiar_ipc_t *ipc, const hiar_cuda_control_t *comm)

@@ -141,8 +141,24 @@ cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t 
 int hiar_ipc_norm_fits(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c);
 cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_step_t steps, size_t chunk);
-/* The latency path over groups in one LL kernel (oneshot.cu): group NULL for a group of one. */
-cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_args_t *group, const hiar_ipc_args_t *const *between, int nbetween,
-                                    const hiar_call_t *c);
+/*
+ * The transports of one kernel over groups: this rank's group (n == 1 for
+ * a group of one, which has no group steps and nothing mapped) and the
+ * counterparts of every shard it owns, in shard order (a rank of a smaller
+ * group stands in for its group in several sets).  Each keeps its own
+ * epoch, parity and waits.
+ */
+typedef struct {
+    hiar_ipc_args_t group;
+    hiar_ipc_args_t between[HIAR_IPC_MAX_GROUP];
+    int nbetween;
+    unsigned ll_blocks, max_blocks; /* most blocks of the LL and two-shot kernels: the same on every rank */
+} hiar_ipc_hier_args_t;
+
+/* Over groups in one kernel: the latency path (LL in the group, then between groups; oneshot.cu) and the
+ * bandwidth path (reduce-scatter in the group and between groups, all-gather back; twoshot.cu) in chunks
+ * of c->plan.chunk. */
+cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_call_t *c);
+cudaError_t hiar_ipc_launch_hier_twoshot(const hiar_ipc_hier_args_t *h, const hiar_call_t *c);
 
 #endif

@@ -93,11 +93,6 @@ __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, 
                                      ((size_t)parity * a.n + sender) * HIAR_IPC_LL_AREA_BYTES);
 }
 
-__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
-{
-    return a.state->epoch[blockIdx.x] + 1;
-}
-
 /* Packet i of every peer of `a` (own: mine), reduced in rank order into acc; false: gave up. */
 template <typename T, typename F>
 __device__ __forceinline__ bool ll_gather(const hiar_ipc_args_t &a, uint32_t parity, size_t i, typename F::data mine,

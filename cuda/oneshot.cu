@@ -133,15 +133,9 @@ static void ll_grid(size_t packets, unsigned max_blocks, unsigned *blocks_out, u
  * keeps its own epoch, parity and waits (ipc.h); a group of one has no
  * group stage (group.n == 1).
  */
-struct hier_ll_args {
-    hiar_ipc_args_t group;
-    hiar_ipc_args_t between[HIAR_IPC_MAX_GROUP];
-    int nbetween;
-};
-
 template <typename T, typename F, int OP>
 __global__ void __launch_bounds__(HIAR_THREADS)
-    hier_ll(const __grid_constant__ hier_ll_args h, const char *in, char *out, size_t bytes, int esize, int divisor)
+    hier_ll(const __grid_constant__ hiar_ipc_hier_args_t h, const char *in, char *out, size_t bytes, int esize, int divisor)
 {
     const bool grouped = h.group.n > 1;
     const uint64_t e0 = begin_call(h.between[0]), eg = grouped ? next_epoch(h.group) : 0;
@@ -183,7 +177,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
 }
 
 template <typename T, typename F>
-static cudaError_t launch_hier_ll(const hier_ll_args *h, const hiar_call_t *c, unsigned max_blocks)
+static cudaError_t launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_call_t *c, unsigned max_blocks)
 {
     size_t bytes = hiar_call_bytes(c), packets = (bytes + F::DATA - 1) / F::DATA;
     unsigned blocks, threads;
@@ -196,24 +190,14 @@ static cudaError_t launch_hier_ll(const hier_ll_args *h, const hiar_call_t *c, u
     });
 }
 
-cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_args_t *group, const hiar_ipc_args_t *const *between, int nbetween,
-                                    const hiar_call_t *c)
+cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_call_t *c)
 {
-    hier_ll_args h = {};
-    unsigned max_blocks = group ? group->ll_blocks : HIAR_IPC_ONESHOT_BLOCKS;
+    unsigned max_blocks = h->ll_blocks < HIAR_IPC_ONESHOT_BLOCKS ? h->ll_blocks : HIAR_IPC_ONESHOT_BLOCKS;
 
-    h.group.n = 1;
-    if (group)
-        h.group = *group;
-    h.nbetween = nbetween;
-    for (int k = 0; k < nbetween; k++) {
-        h.between[k] = *between[k];
-        max_blocks = between[k]->ll_blocks < max_blocks ? between[k]->ll_blocks : max_blocks;
-    }
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         typedef decltype(tag) T;
-        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_hier_ll<T, typename ll_large<T>::type>(&h, c, max_blocks)
-                                                      : launch_hier_ll<T, ll_flagged>(&h, c, max_blocks);
+        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_hier_ll<T, typename ll_large<T>::type>(h, c, max_blocks)
+                                                      : launch_hier_ll<T, ll_flagged>(h, c, max_blocks);
     });
 }
 

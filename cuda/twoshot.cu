@@ -37,24 +37,35 @@ struct ts_chunk {
     size_t cap;       /* bytes reserved per shard in a slot */
     size_t span;      /* bytes of a shard the blocks' parts are cut from */
     int nshards, k;   /* shards, and shards owned per rank (at most) */
+    int parts;        /* parts of a shard: 1, or over groups one per counterpart (hier_twoshot) */
     size_t slot;      /* this call's and chunk's slot: its offset in every rank's allocation */
     uint64_t value;   /* flag value of this chunk: epoch and chunk number */
 };
 
+/* Bytes of a part of a shard in this chunk: the span over the parts, whole units. */
+__device__ __forceinline__ size_t part_span(const ts_chunk &c)
+{
+    return hiar_ipc_part_bytes(c.span, c.parts);
+}
+
 /*
- * Byte range of this block's part of shard s of the chunk (relative to the
- * chunk), and the shard's start.  The part is cut from `span` bytes and then
+ * Byte range of this block's piece of part j of shard s of the chunk
+ * (relative to the chunk), and the shard's start.  Part j is the shard's
+ * bytes from j part spans on; the piece is cut from a part span and then
  * clipped.  With several chunks, span is a full shard (cap), so a block uses
  * the same slot bytes in a short last chunk as in full ones: a peer's block
  * b' may still be reading its own bytes of this slot from two chunks ago;
  * block b waited only for block b.  A message of one chunk reuses no slot
- * in the call, and span is its largest shard, so every block gets work.
+ * in the call, and span is its largest shard, so that blocks are not left
+ * idle by a cap much larger than the message.
  */
-__device__ __forceinline__ void block_part(const ts_chunk &c, int s, size_t *lo, size_t *hi, size_t *s_lo)
+__device__ __forceinline__ void block_part(const ts_chunk &c, int s, int j, size_t *lo, size_t *hi, size_t *s_lo)
 {
-    size_t s_hi, rel_lo, rel_hi, len;
+    size_t s_hi, rel_lo, rel_hi, len, pspan = part_span(c);
     hiar_ipc_shard_range(c.bytes, c.nshards, s, s_lo, &s_hi);
-    hiar_range_scaled(c.span / HIAR_UNIT, HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
+    hiar_range_scaled(pspan / HIAR_UNIT, HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
+    rel_lo += (size_t)j * pspan;
+    rel_hi += (size_t)j * pspan;
     len = s_hi - *s_lo;
     *lo = *s_lo + (rel_lo < len ? rel_lo : len);
     *hi = *s_lo + (rel_hi < len ? rel_hi : len);
@@ -88,10 +99,12 @@ __device__ __forceinline__ void push_to_owners(const hiar_ipc_args_t &a, const t
         size_t lo, hi, s_lo;
         if (s % a.n == a.me)
             continue;
-        block_part(c, s, &lo, &hi, &s_lo);
-        move_units<TS_UNROLL>(
-            lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize); },
-            [&](size_t off, const uint4 &u) { *rs_at(a, c, s % a.n, a.me, s, a.n, off - s_lo) = u; });
+        for (int part = 0; part < c.parts; part++) {
+            block_part(c, s, part, &lo, &hi, &s_lo);
+            move_units<TS_UNROLL>(
+                lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(in, c.c0 + off, total, esize); },
+                [&](size_t off, const uint4 &u) { *rs_at(a, c, s % a.n, a.me, s, a.n, off - s_lo) = u; });
+        }
     }
 }
 
@@ -143,7 +156,7 @@ __device__ void reduce_owned(const hiar_ipc_args_t &a, const ts_chunk &c, const 
 {
     for (int s = a.me; s < c.nshards; s += a.n) {
         size_t lo, hi, s_lo;
-        block_part(c, s, &lo, &hi, &s_lo);
+        block_part(c, s, 0, &lo, &hi, &s_lo);
         move_units<TS_UNROLL>(
             lo, hi,
             [&](size_t off) {
@@ -164,7 +177,7 @@ __device__ __forceinline__ void push_owned(const hiar_ipc_args_t &a, const ts_ch
 {
     for (int s = a.me; s < c.nshards; s += a.n) {
         size_t lo, hi, s_lo;
-        block_part(c, s, &lo, &hi, &s_lo);
+        block_part(c, s, 0, &lo, &hi, &s_lo);
         move_units<TS_UNROLL>(
             lo, hi, [&](size_t off) { return load_unit<HIAR_UNIT>(out, c.c0 + off, total, esize); },
             [&](size_t off, const uint4 &u) { push_to_all(a, c, nullptr, s, off, s_lo, total, esize, u); });
@@ -178,10 +191,12 @@ __device__ __forceinline__ void copy_others(const hiar_ipc_args_t &a, const ts_c
         size_t lo, hi, s_lo;
         if (s % a.n == a.me)
             continue;
-        block_part(c, s, &lo, &hi, &s_lo);
-        move_units<TS_UNROLL>(
-            lo, hi, [&](size_t off) { return load_peer_written(ag_at(a, c, a.me, a.n, s, off - s_lo)); },
-            [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, u); });
+        for (int j = 0; j < c.parts; j++) {
+            block_part(c, s, j, &lo, &hi, &s_lo);
+            move_units<TS_UNROLL>(
+                lo, hi, [&](size_t off) { return load_peer_written(ag_at(a, c, a.me, a.n, s, off - s_lo)); },
+                [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, u); });
+        }
     }
 }
 
@@ -192,6 +207,12 @@ __device__ __forceinline__ size_t one_chunk_span(size_t bytes, int nshards)
     return (units + nshards - 1) / nshards * HIAR_IPC_SHARD_UNIT;
 }
 
+/* Flag value of chunk `step` of call e. */
+__device__ __forceinline__ uint64_t chunk_value(uint64_t e, uint32_t step)
+{
+    return (e << 24) | (step + 1);
+}
+
 /* Chunk `step` of call e. */
 __device__ __forceinline__ ts_chunk chunk_at(const hiar_ipc_args_t &a, uint64_t e, uint32_t step, size_t total,
                                             size_t chunk_bytes, int nshards)
@@ -200,12 +221,13 @@ __device__ __forceinline__ ts_chunk chunk_at(const hiar_ipc_args_t &a, uint64_t 
     c.c0 = (size_t)step * chunk_bytes;
     c.bytes = total - c.c0 < chunk_bytes ? total - c.c0 : chunk_bytes;
     c.nshards = nshards;
+    c.parts = 1;
     c.k = (nshards + a.n - 1) / a.n;
     c.cap = chunk_bytes / nshards;
     c.span = total <= chunk_bytes ? one_chunk_span(total, nshards) : c.cap;
     /* Slot by call parity and chunk parity: see ipc.h for why two of each. */
     c.slot = a.data_offset + (size_t)((e & 1) * 2 + (step & 1)) * a.slot_bytes;
-    c.value = (e << 24) | (step + 1);
+    c.value = chunk_value(e, step);
     return c;
 }
 
@@ -281,7 +303,218 @@ cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t 
     });
 }
 
+/* Chunk `step` of call e in the group, its shards cut in `parts`. */
+__device__ __forceinline__ ts_chunk fused_chunk(const hiar_ipc_args_t &g, uint64_t e, uint32_t step, size_t total,
+                                               size_t chunk_bytes, int nshards, int parts)
+{
+    ts_chunk c = chunk_at(g, e, step, total, chunk_bytes, nshards);
+    c.parts = parts;
+    return c;
+}
+
+/*
+ * The bandwidth path over groups in one kernel.  The shards are the
+ * hierarchical halves' (nshards = the largest group), the chunks its own
+ * (hiar_ipc_hier_fused_chunk), and each shard is cut into one part per group (c.parts), the same bytes on every rank, so
+ * shard s's counterparts (set k: the owners of s, one per group, rank g of
+ * the set in group g) split it.  Per chunk, block b of a rank:
+ *
+ *   step | does                                                    | waits for
+ *   -----+---------------------------------------------------------+-------------------------
+ *   RS   | pushes its piece of every part of each shard it does    | the group's RS(b): also
+ *        | not own to the owner (the group's slots)                | AG' of the chunk before
+ *   AG   | copies the other shards of the chunk before to its      |
+ *        | output                                                  |
+ *   RS'  | reduces each owned shard's parts over the group (rank   | the counterparts' RS(b)
+ *        | order) and puts part j in counterpart j's slot          |
+ *   red. | reduces its own part over the counterparts (group       | the counterparts' AG(b)
+ *        | order), divided; writes it to its output and to every   |
+ *        | counterpart and group peer                              |
+ *   AG'  | copies the counterparts' parts to its output and passes |
+ *        | them on to its group peers                              |
+ *
+ * and after the last chunk a wait for the group's AG(b) and its copy: three
+ * exchanges a chunk.  With a fourth (the group's AG of each chunk apart)
+ * and chunks sized for any group (hiar_ipc_hier_chunk, 21 against 32 MB),
+ * on one H200, 4 ranks as 0,1|2,3, bf16: 256 MB 2667 against 2327 us,
+ * 64 MB 704 against 601.
+ *
+ * A part leaves its group once, and every rank gets the owner's bits.  In
+ * a set's slot, counterpart i's partial of part j lies at [i] of j's slot,
+ * part j gathered at [n + j], a part's bytes (hiar_ipc_part_bytes) each.
+ * Slots are reused as in the two-shot kernel: block b writes a slot of
+ * chunk t + 2 only after an exchange with every peer it writes to that the
+ * peer signalled after reading that slot in chunk t (the group's gather
+ * slot is read in chunk t + 1, before the group's RS(t + 2)).  Every block
+ * signals in every chunk, so each transport's epoch argument (ipc.h)
+ * holds.  The first wait, the group's, lets the next kernel in before the
+ * counterparts are heard from (device.cuh release_next_kernel): harmless,
+ * as the launch takes PDL from the first set of counterparts, which has it
+ * only where each of its ranks, this one included, has a GPU of its own
+ * (transport/ipc.c): the next kernel holds no SM a peer needs.  Against the three kernels of the hierarchical halves around a
+ * two-shot call between groups, it writes each owned shard to the output
+ * once, not three times, and needs no launch between the steps (core/plan.c has
+ * the numbers).
+ */
+__device__ __forceinline__ uint4 *part_at(const hiar_ipc_args_t &b, const ts_chunk &cb, size_t part_bytes, int rank,
+                                          int index, size_t pos)
+{
+    return reinterpret_cast<uint4 *>(b.base[rank] + cb.slot + (size_t)index * part_bytes + pos);
+}
+
+/* RS': this block's pieces of owned shard s reduced over the group, part j to counterpart j. */
+template <typename T>
+__device__ __forceinline__ void partials_out(const hiar_ipc_args_t &g, const ts_chunk &c, const hiar_ipc_args_t &b,
+                                             const ts_chunk &cb, size_t part_bytes, int s, const char *in,
+                                             size_t total, int esize, int op)
+{
+    for (int k = 0; k < b.n; k++) {
+        int j = (b.me + 1 + k) % b.n; /* own part last: its slot is local */
+        size_t lo, hi, s_lo, p_lo;
+        block_part(c, s, j, &lo, &hi, &s_lo);
+        p_lo = s_lo + (size_t)j * part_span(c);
+        move_units<TS_UNROLL>(
+            lo, hi,
+            [&](size_t off) {
+                return reduce_unit<T>(g, in, c.c0 + off, total, esize, op, 0,
+                                      [&](int p) { return rs_at(g, c, g.me, p, s, g.n, off - s_lo); });
+            },
+            [&](size_t off, const uint4 &u) { *part_at(b, cb, part_bytes, j, b.me, off - p_lo) = u; });
+    }
+}
+
+/* The reduction: own part of shard s over the counterparts, to the output, the counterparts and the group. */
+template <typename T>
+__device__ __forceinline__ void reduce_part(const hiar_ipc_args_t &g, const ts_chunk &c, const hiar_ipc_args_t &b,
+                                            const ts_chunk &cb, size_t part_bytes, int s, char *out, size_t total,
+                                            int esize, int op, int divisor)
+{
+    size_t lo, hi, s_lo, p_lo;
+    block_part(c, s, b.me, &lo, &hi, &s_lo);
+    p_lo = s_lo + (size_t)b.me * part_span(c);
+    move_units<TS_UNROLL>(
+        lo, hi,
+        [&](size_t off) {
+            unit_acc<T, HIAR_UNIT> acc;
+            uint4 r;
+            for (int i = 0; i < b.n; i++) {
+                uint4 u = load_peer_written(part_at(b, cb, part_bytes, b.me, i, off - p_lo));
+                if (i == 0)
+                    acc.load(&u);
+                else
+                    acc.fold(op, &u);
+            }
+            acc.store(&r, divisor);
+            return r;
+        },
+        [&](size_t off, const uint4 &r) {
+            store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
+            for (int k = 1; k < b.n; k++)
+                *part_at(b, cb, part_bytes, (b.me + k) % b.n, b.n + b.me, off - p_lo) = r;
+            push_to_all(g, c, nullptr, s, off, s_lo, total, esize, r);
+        });
+}
+
+/* AG': the counterparts' parts of shard s to the output and the group. */
+__device__ __forceinline__ void gather_parts(const hiar_ipc_args_t &g, const ts_chunk &c, const hiar_ipc_args_t &b,
+                                             const ts_chunk &cb, size_t part_bytes, int s, char *out, size_t total,
+                                             int esize)
+{
+    for (int k = 1; k < b.n; k++) {
+        int j = (b.me + k) % b.n;
+        size_t lo, hi, s_lo, p_lo;
+        block_part(c, s, j, &lo, &hi, &s_lo);
+        p_lo = s_lo + (size_t)j * part_span(c);
+        move_units<TS_UNROLL>(
+            lo, hi, [&](size_t off) { return load_peer_written(part_at(b, cb, part_bytes, b.me, b.n + j, off - p_lo)); },
+            [&](size_t off, const uint4 &u) {
+                store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, u);
+                push_to_all(g, c, nullptr, s, off, s_lo, total, esize, u);
+            });
+    }
+}
+
+/* Signal every set of counterparts, then wait for each (all signals first: no set waits on another). */
+__device__ __forceinline__ bool exchange_sets(const hiar_ipc_hier_args_t &h, const uint64_t *eb, int which,
+                                              uint32_t step, hiar_waiter &w)
+{
+    for (int k = 0; k < h.nbetween; k++)
+        signal_peers(h.between[k], which, chunk_value(eb[k], step));
+    for (int k = 0; k < h.nbetween; k++)
+        if (!wait_peers(h.between[k], which, chunk_value(eb[k], step), w))
+            return false;
+    return true;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(HIAR_THREADS, 2)
+    hier_twoshot(const __grid_constant__ hiar_ipc_hier_args_t h, const char *in, char *out, size_t total, int esize,
+                 int op, int divisor, size_t chunk_bytes, int nshards)
+{
+    const hiar_ipc_args_t &g = h.group;
+    const bool grouped = g.n > 1;
+    const uint64_t e0 = begin_call(h.between[0]), eg = grouped ? next_epoch(g) : 0;
+    if (comm_failed(h.between[0].failed))
+        return;
+    const size_t part_bytes = hiar_ipc_part_bytes(chunk_bytes / (size_t)nshards, h.between[0].n);
+    uint64_t eb[HIAR_IPC_MAX_GROUP];
+    hiar_waiter wg = waiter_begin(g), wb = waiter_begin(h.between[0]);
+    uint32_t step = 0;
+    bool ok = true;
+
+    for (int k = 0; k < h.nbetween; k++)
+        eb[k] = k == 0 ? e0 : next_epoch(h.between[k]);
+    for (; ok && (size_t)step * chunk_bytes < total; step++) {
+        const ts_chunk c = fused_chunk(g, eg, step, total, chunk_bytes, nshards, h.between[0].n);
+        if (grouped) {
+            push_to_owners(g, c, in, total, esize);
+            if (!(ok = exchange_signal(g, HIAR_IPC_FLAG_RS, c.value, wg)))
+                break;
+            if (step > 0)
+                copy_others(g, fused_chunk(g, eg, step - 1, total, chunk_bytes, nshards, c.parts), out, total, esize);
+        }
+        for (int k = 0; k < h.nbetween; k++)
+            partials_out<T>(g, c, h.between[k], chunk_at(h.between[k], eb[k], step, total, chunk_bytes, nshards),
+                            part_bytes, g.me + k * g.n, in, total, esize, op);
+        if (!(ok = exchange_sets(h, eb, HIAR_IPC_FLAG_RS, step, wb)))
+            break;
+        for (int k = 0; k < h.nbetween; k++)
+            reduce_part<T>(g, c, h.between[k], chunk_at(h.between[k], eb[k], step, total, chunk_bytes, nshards),
+                           part_bytes, g.me + k * g.n, out, total, esize, op, divisor);
+        if (!(ok = exchange_sets(h, eb, HIAR_IPC_FLAG_AG, step, wb)))
+            break;
+        for (int k = 0; k < h.nbetween; k++)
+            gather_parts(g, c, h.between[k], chunk_at(h.between[k], eb[k], step, total, chunk_bytes, nshards),
+                         part_bytes, g.me + k * g.n, out, total, esize);
+    }
+    if (ok && grouped) {
+        ts_chunk last = fused_chunk(g, eg, step - 1, total, chunk_bytes, nshards, h.between[0].n);
+        if (exchange_signal(g, HIAR_IPC_FLAG_AG, last.value, wg))
+            copy_others(g, last, out, total, esize);
+    }
+    if (grouped)
+        finish_call(g, eg);
+    for (int k = 0; k < h.nbetween; k++)
+        finish_call(h.between[k], eb[k]);
+}
+
+cudaError_t hiar_ipc_launch_hier_twoshot(const hiar_ipc_hier_args_t *h, const hiar_call_t *c)
+{
+    size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
+    unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)c->nshards);
+    unsigned max_blocks = h->max_blocks < HIAR_IPC_MAX_BLOCKS ? h->max_blocks : HIAR_IPC_MAX_BLOCKS;
+
+    return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
+        return hiar_ipc_launch(&h->between[0], hier_twoshot<decltype(tag)>, blocks < max_blocks ? blocks : max_blocks,
+                               HIAR_THREADS, (cudaStream_t)c->stream, *h, (const char *)c->sendbuf, (char *)c->recvbuf,
+                               bytes, (int)c->esize, (int)c->op, c->divisor, chunk, c->nshards);
+    });
+}
+
 int hiar_ipc_twoshot_per_sm(void)
 {
-    return fewest_per_sm([](auto t) { return twoshot<decltype(t)>; });
+    int flat = fewest_per_sm([](auto t) { return twoshot<decltype(t)>; });
+    int hier = fewest_per_sm([](auto t) { return hier_twoshot<decltype(t)>; });
+
+    return hier < flat ? hier : flat;
 }

@@ -137,6 +137,7 @@ static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_to
 {
     static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_pinned};
     hiar_transport_config_t c = *cfg;
+    size_t slot;
     int ok = 1;
 
     /* A shard is at most a third of a slot of the group (hiar_ipc_hier_chunk), and the
@@ -159,10 +160,12 @@ static int connect_shards(hiar_between_t *b, const hiar_tier_t *t, const hiar_to
         if (hiar_side_connect(side, candidates + pinned, 2 - pinned, &c) != HIAR_SUCCESS || !side->tp) {
             snprintf(b->why, sizeof(b->why), "mpi (shard %d: %s)", s, side->why);
             ok = 0;
-        } else if (per_host) {
-            size_t slot = side->tp == &hiar_transport_ipc ? c.slot_bytes : c.pinned_slot_bytes;
-            b->part_chunk = hiar_ipc_chunk_bytes(slot, per_host, per_host);
+            continue;
         }
+        slot = side->tp == &hiar_transport_ipc ? c.slot_bytes : c.pinned_slot_bytes;
+        b->slot = b->slot && b->slot < slot ? b->slot : slot;
+        if (per_host)
+            b->part_chunk = hiar_ipc_chunk_bytes(slot, per_host, per_host);
     }
     return ok;
 }
@@ -188,20 +191,43 @@ static void describe(hiar_between_t *b, const hiar_tier_t *t)
                                                                "memory for others");
 }
 
-/* per_host: the counterparts' chunk, the same on every rank (parts must match between hosts). */
-static hiar_result_t agree_part_chunk(hiar_between_t *b, MPI_Comm mpi)
+/* The smallest of each of n values over the comm (0: none on this rank; left 0 where no rank has one). */
+static hiar_result_t agree_smallest(MPI_Comm mpi, size_t *values, int n)
 {
-    long long v = b->part_chunk ? (long long)b->part_chunk : LLONG_MAX, lo, hi;
+    long long v[4], lo[4], hi[4];
 
-    HIAR_CHECK(hiar_net_bounds(mpi, &v, &lo, &hi, 1));
-    b->part_chunk = (size_t)lo;
+    HIAR_ASSERT(n <= 4);
+    for (int i = 0; i < n; i++)
+        v[i] = values[i] ? (long long)values[i] : LLONG_MAX;
+    HIAR_CHECK(hiar_net_bounds(mpi, v, lo, hi, n));
+    for (int i = 0; i < n; i++)
+        values[i] = lo[i] == LLONG_MAX ? 0 : (size_t)lo[i];
     return HIAR_SUCCESS;
 }
 
-hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
+/* The fewest blocks of LL (ll) or two-shot kernels that any set of counterparts of this rank, or its group,
+ * allows (hiar_ipc_hier's caps are agreed from them). */
+static size_t fewest_blocks(const hiar_between_t *b, const hiar_side_t *group, int ll)
+{
+    size_t fewest = 0;
+    hiar_ipc_caps_t caps;
+
+    for (int s = -1; s < b->nshards; s++) {
+        const hiar_side_t *side = s < 0 ? group : &b->shard[s];
+        if (!hiar_transport_runs_kernels(side->tp))
+            continue;
+        hiar_ipc_get_caps(side->state, &caps);
+        if (!fewest || (ll ? caps.ll : caps.twoshot) < fewest)
+            fewest = ll ? caps.ll : caps.twoshot;
+    }
+    return fewest;
+}
+
+hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_side_t *group,
                                  const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
                                  int pinned)
 {
+    const hiar_tier_t *t = &group->tier;
     int per_host = 0, ok;
     const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts, &per_host);
 
@@ -223,8 +249,13 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tie
         ok = connect_shards(b, t, facts, cfg, pinned, per_host);
         HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
     }
-    if (ok && per_host)
-        HIAR_CHECK(agree_part_chunk(b, mpi));
+    if (ok) {
+        size_t v[4] = {b->part_chunk, b->slot, fewest_blocks(b, group, 1), fewest_blocks(b, group, 0)};
+        HIAR_CHECK(agree_smallest(mpi, v, 4));
+        b->part_chunk = v[0];
+        b->slot = v[1];
+        b->caps = (hiar_ipc_caps_t){(unsigned)v[2], 0, (unsigned)v[3]};
+    }
     if (!ok) {
         if (!b->why[0])
             snprintf(b->why, sizeof(b->why), "mpi (neither CUDA IPC nor pinned host memory could connect the counterparts of another rank)");
@@ -275,7 +306,7 @@ void hiar_between_abort(hiar_between_t *b)
             b->shard[s].tp->abort(b->shard[s].state);
 }
 
-hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c)
+hiar_result_t hiar_between_fused(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c)
 {
     const hiar_tier_t *t = &group->tier;
     hiar_ipc_t *g = hiar_transport_runs_kernels(group->tp) ? group->state : NULL, *sets[HIAR_IPC_MAX_GROUP];
@@ -288,7 +319,7 @@ hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, 
         HIAR_CHECK(hiar_ipc_status(b->shard[s].state));
         sets[n++] = b->shard[s].state;
     }
-    return hiar_ipc_hier_ll(g, sets, n, c);
+    return hiar_ipc_hier(g, sets, n, &b->caps, c);
 }
 
 hiar_result_t hiar_between_part(hiar_between_t *b, int s, const hiar_call_t *c, hiar_step_t step)

@@ -23,6 +23,7 @@
 #define HIAR_CORE_BETWEEN_H
 
 #include "core/groups.h"
+#include "cuda/api.h"
 
 typedef struct {
     int on_gpu;         /* agreed over the comm: every shard's counterparts exchange on the GPU */
@@ -37,17 +38,19 @@ typedef struct {
      */
     hiar_tier_t hosts;
     size_t part_chunk;  /* per_host: the counterparts' reduce-scatter chunk (agreed over the comm) */
+    size_t slot;        /* the smallest data slot of any set of counterparts (agreed over the comm) */
+    hiar_ipc_caps_t caps; /* blocks of the kernels over groups: the fewest any of their transports allows (agreed) */
     char why[400];      /* the transport between groups and why */
 } hiar_between_t;
 
 /*
- * Collective over mpi (every rank of the comm, with the device tier t and
- * every rank's facts).  mode: HIAR_BETWEEN_*; pinned: HIAR_PINNED (pinned
+ * Collective over mpi (every rank of the comm, with its connected device
+ * side `group` and every rank's facts).  mode: HIAR_BETWEEN_*; pinned: HIAR_PINNED (pinned
  * host memory, not CUDA IPC).  CUDA IPC that fails falls back to pinned
  * host memory; failure of both to MPI on every rank (one WARN); only a
  * failed agreement is returned.
  */
-hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_tier_t *t,
+hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_side_t *group,
                                  const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
                                  int pinned);
 
@@ -73,11 +76,12 @@ hiar_result_t hiar_between_part(hiar_between_t *b, int s, const hiar_call_t *c, 
 hiar_result_t hiar_between_run(hiar_between_t *b, int s, const hiar_call_t *c);
 
 /*
- * The latency path of c in one kernel: LL in this rank's group (`group`,
- * the device side: IPC, or self alone), then LL with the counterparts of
- * every shard it owns (a rank of a smaller group stands in for it in
- * several sets).  Kernels only.
+ * c in one kernel (hiar_ipc_hier): in this rank's group (`group`, the
+ * device side: IPC, or self alone) and with the counterparts of every
+ * shard it owns (a rank of a smaller group stands in for it in several
+ * sets); the latency path for HIAR_ALG_HIER_ONESHOT, the bandwidth path
+ * for HIAR_ALG_HIER.  Kernels only.
  */
-hiar_result_t hiar_between_oneshot(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c);
+hiar_result_t hiar_between_fused(hiar_between_t *b, const hiar_side_t *group, const hiar_call_t *c);
 
 #endif

@@ -121,6 +121,17 @@ static void describe_tuning(const hiar_comm_t *comm, FILE *out)
 }
 
 #ifdef HIAR_HAVE_CUDA
+/* The chunk of the one kernel over groups (ipc-hier-twoshot), as a large message's plan has it. */
+static size_t fused_chunk(const hiar_plan_input_t *in)
+{
+    hiar_plan_input_t big = *in;
+
+    big.bytes = (size_t)1 << 30;
+    big.algo = HIAR_ALGO_AUTO;
+    big.tuned_device_n = big.flat_nranks = 0; /* the hierarchical path, whatever tuning chose */
+    return hiar_plan_choose(&big).chunk;
+}
+
 /* What device buffers take, from the same limits as the plan. */
 static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
 {
@@ -137,10 +148,13 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  device paths: staged mpi (every rank alone)");
     else if (in.hier_ready && in.between_gpu)
         EMIT(out, "  device paths: ipc-hier-ll up to %zu bytes (LL in the group, LL between groups), then ipc-hier "
-                  "(reduce-scatter, %d shards between groups, all-gather) in chunks of %zu bytes; kernels only, "
-                  "capturable; between groups: %s",
+                  "(three kernels: reduce-scatter, %d shards between groups, all-gather; chunks of %zu bytes) while "
+                  "a shard takes LL or push between groups (push up to %d bytes, none where groups share a GPU), "
+                  "then ipc-hier-twoshot (one kernel: "
+                  "reduce-scatter in the group and between groups, all-gather back; chunks of %zu bytes); kernels "
+                  "only, capturable; between groups: %s",
              l.device_hier_ll_max, in.device_nshards, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards),
-             comm->gpu->between.why);
+             HIAR_IPC_PUSH_MAX, fused_chunk(&in), comm->gpu->between.why);
     else if (in.hier_ready && in.hosts_async)
         EMIT(out, "  device paths: hier (GPU) in chunks of %zu bytes at every size; between groups: %s, %s",
              hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why, comm->gpu->hosts_why);

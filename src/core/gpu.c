@@ -284,7 +284,7 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     /* Every rank alone goes over MPI (core/plan.c): no counterparts to connect. */
     if (gpu->hier_ok && gpu->side.tier.groups.ngroups < env->size) {
         hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
-        HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side.tier, gpu->facts, &cfg,
+        HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side, gpu->facts, &cfg,
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
         /* Groups whose step is not on the GPU take it over MPI. */

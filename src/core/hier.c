@@ -223,8 +223,8 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
 }
 
-hiar_result_t hiar_hier_device_oneshot(hiar_comm_t *comm, const hiar_call_t *c)
+hiar_result_t hiar_hier_device_fused(hiar_comm_t *comm, const hiar_call_t *c)
 {
-    return hiar_between_oneshot(&comm->gpu->between, &comm->gpu->side, c);
+    return hiar_between_fused(&comm->gpu->between, &comm->gpu->side, c);
 }
 #endif

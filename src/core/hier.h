@@ -27,7 +27,7 @@ hiar_result_t hiar_hier_oneshot(hiar_comm_t *comm, const hiar_call_t *chunk);
  */
 hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *call);
 
-/* Small device messages over groups exchanging on the GPU: one LL kernel, in the group then between groups. */
-hiar_result_t hiar_hier_device_oneshot(hiar_comm_t *comm, const hiar_call_t *call);
+/* Device buffers over groups exchanging on the GPU, in one kernel (core/between.h hiar_between_fused). */
+hiar_result_t hiar_hier_device_fused(hiar_comm_t *comm, const hiar_call_t *call);
 
 #endif

@@ -71,10 +71,10 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 
     if (c->plan.via == HIAR_VIA_FLAT)
         return gpu->flat.tp->run(gpu->flat.state, &gpu->flat.tier, c, HIAR_STEP_ALLREDUCE);
+    if ((c->plan.alg == HIAR_ALG_HIER || c->plan.alg == HIAR_ALG_HIER_ONESHOT) && c->plan.kernel != HIAR_KERNEL_NONE)
+        return hiar_hier_device_fused(comm, c);
     if (c->plan.alg == HIAR_ALG_HIER)
         return hiar_hier_device(comm, c);
-    if (c->plan.alg == HIAR_ALG_HIER_ONESHOT)
-        return hiar_hier_device_oneshot(comm, c);
     if (c->plan.kernel == HIAR_KERNEL_TWOSHOT && hiar_reg_direct(&gpu->reg, c->recvbuf, hiar_call_bytes(c), &direct))
         call.out_window = &direct;
     return gpu->side.tp->run(gpu->side.state, &gpu->side.tier, &call, HIAR_STEP_ALLREDUCE);

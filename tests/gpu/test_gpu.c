@@ -706,7 +706,8 @@ static int threads(void)
     return n;
 }
 
-static void timeout(const char *settings)
+/* A stalled peer in a call of count floats (1024: the latency paths; 1 << 20: the two-shot and bandwidth paths). */
+static void timeout(const char *settings, size_t count)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
     hiar_comm_t *comm;
@@ -715,7 +716,7 @@ static void timeout(const char *settings)
     struct timespec t0, t1;
     double secs = 0;
     int ok;
-    char what[160];
+    char what[256];
 
     int before = threads();
 
@@ -724,12 +725,12 @@ static void timeout(const char *settings)
         record(0, "timeout: create");
         return;
     }
-    CUDA_OK(cudaMalloc((void **)&buf, 4096));
+    CUDA_OK(cudaMalloc((void **)&buf, count * sizeof(float)));
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rank != nranks - 1) {
         /* On the GPU the kernel gives up and says so at the next call; over
          * MPI between groups the MPI step may give up first, in the call itself. */
-        hiar_result_t rc = hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
+        hiar_result_t rc = hiar_allreduce(buf, buf, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
         char first[256];
         snprintf(first, sizeof(first), "%s", hiar_last_error());
         CUDA_OK(cudaDeviceSynchronize());
@@ -737,7 +738,7 @@ static void timeout(const char *settings)
         secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         ok = rc == HIAR_TIMEOUT || (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS &&
                                     err == HIAR_TIMEOUT);
-        ok &= hiar_allreduce(buf, buf, 1024, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
+        ok &= hiar_allreduce(buf, buf, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
             fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s (%s), async error %s\n", rank, secs,
@@ -750,8 +751,8 @@ static void timeout(const char *settings)
         fprintf(stderr, "rank %d: %d threads before the comm, %d after its abort\n", rank, before, threads());
         ok = 0;
     }
-    snprintf(what, sizeof(what), "timeout (%s): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + 1 s, "
-             "then COMM_FAILED, no thread left", settings);
+    snprintf(what, sizeof(what), "timeout (%s, %zu floats): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + "
+             "1 s, then COMM_FAILED, no thread left", settings, count);
     record(ok, what);
     cudaFree(buf);
 }
@@ -1012,12 +1013,13 @@ int main(int argc, char **argv)
     registered = 0;
     mem_api(comm);
     hiar_comm_destroy(comm);
-    timeout("HIAR_TIMEOUT_MS=500");
+    timeout("HIAR_TIMEOUT_MS=500", 1024);
+    timeout("HIAR_TIMEOUT_MS=500", 1 << 20);
     if (per_host)
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_PROGRESS=0");
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_PROGRESS=0", 1024);
     if (groups || hosts) {
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi");
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0");
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi", 1024);
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0", 1024);
     }
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);

@@ -307,6 +307,63 @@ Test(plan, pinned_between)
               got.between);
 }
 
+/*
+ * With the counterparts' slot known (agreed), messages whose shards would take two-shot between groups take
+ * the one kernel over groups instead, in chunks that fit the group's slot (spread + nshards shards) and the
+ * counterparts' (2 x ngroups parts of hiar_ipc_part_bytes), the largest that do.  Shards that would take push
+ * between groups (up to 1 MB), and forced one-shot kernels, keep three kernels.
+ */
+Test(plan, fused_between)
+{
+    static const struct {
+        int nranks, ngroups, nshards, spread;
+        size_t between_slot;
+    } cases[] = {{4, 2, 2, 2, 32 * M}, {6, 3, 2, 2, 32 * M}, {4, 2, 3, 3, 21 * M}, {5, 2, 3, 4, 21 * M},
+                 {4, 2, 2, 2, M},      {8, 4, 2, 2, M},      {10, 5, 2, 2, M + 16}, {16, 8, 2, 2, 3 * M + 48}};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hiar_plan_input_t in = {0};
+        hiar_plan_limits_t l;
+        hiar_plan_t got;
+        size_t cap, parts, group_cap;
+
+        in.nranks = cases[i].nranks;
+        in.ngroups = in.host_ngroups = cases[i].ngroups;
+        in.host_nshards = in.device_nshards = cases[i].nshards;
+        in.device_spread = cases[i].spread;
+        in.device = in.ipc = in.hier_ready = in.between_gpu = 1;
+        in.between_slot = cases[i].between_slot;
+        in.ipc_ll_max = 512 * K;
+        in.bytes = 64 * M + 6;
+        hiar_plan_limits(&in, &l);
+        got = hiar_plan_choose(&in);
+        cr_assert(got.alg == HIAR_ALG_HIER && got.kernel == HIAR_KERNEL_TWOSHOT && got.between == HIAR_KERNEL_TWOSHOT,
+                  "case %zu: %s", i, hiar_plan_name(got));
+        cr_expect_str_eq(hiar_plan_name(got), "ipc-hier-twoshot");
+        cap = got.chunk / (size_t)cases[i].nshards;
+        parts = hiar_ipc_part_bytes(cap, cases[i].ngroups);
+        group_cap = l.ipc_slot / (size_t)(cases[i].spread + cases[i].nshards) / 16 * 16;
+        cr_expect(got.chunk % (size_t)cases[i].nshards == 0 && cap % HIAR_IPC_SHARD_UNIT == 0 && cap > 0,
+                  "case %zu: chunk %zu", i, got.chunk);
+        cr_expect(cap <= group_cap, "case %zu: shards of %zu past the group's %zu", i, cap, group_cap);
+        cr_expect(2 * (size_t)cases[i].ngroups * parts <= cases[i].between_slot,
+                  "case %zu: parts of %zu bytes, 2 x %d of them past a slot of %zu", i, parts, cases[i].ngroups,
+                  cases[i].between_slot);
+        /* The largest that fits: one more unit per part would not. */
+        cr_expect(cap == group_cap || 2 * (size_t)cases[i].ngroups * (parts + HIAR_IPC_SHARD_UNIT) > cases[i].between_slot,
+                  "case %zu: chunk %zu could be larger", i, got.chunk);
+        in.bytes = (size_t)cases[i].nshards * M; /* shards of 1 MB: push between groups */
+        got = hiar_plan_choose(&in);
+        cr_expect(got.kernel == HIAR_KERNEL_NONE && got.between == HIAR_KERNEL_PUSH, "case %zu, 1 MB shards: %s", i,
+                  hiar_plan_name(got));
+        in.bytes = 64 * M + 6;
+        in.algo = HIAR_ALGO_ONESHOT;
+        got = hiar_plan_choose(&in);
+        cr_expect(got.kernel == HIAR_KERNEL_NONE && got.between == HIAR_KERNEL_PUSH, "case %zu, forced one-shot: %s",
+                  i, hiar_plan_name(got));
+    }
+}
+
 /* A group through pinned host memory: LL only up to 16 KB (polled over PCIe), then push. */
 Test(plan, pinned_group)
 {
