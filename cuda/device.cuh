@@ -298,6 +298,24 @@ __device__ __forceinline__ void move_units(size_t lo, size_t hi, L load, S store
     }
 }
 
+/* The units load(0), ..., load(n - 1) of T reduced in that order (the same bits wherever the order is), divided. */
+template <typename T, typename L>
+__device__ __forceinline__ uint4 fold_units(int n, int op, int divisor, L load)
+{
+    unit_acc<T, HIAR_UNIT> acc;
+    uint4 r;
+
+    for (int i = 0; i < n; i++) {
+        uint4 u = load(i);
+        if (i == 0)
+            acc.load(&u);
+        else
+            acc.fold(op, &u);
+    }
+    acc.store(&r, divisor);
+    return r;
+}
+
 /*
  * Unit at byte off of the message reduced over the ranks in rank order (the
  * same bits on every rank): this rank's from the input, peer p's from
@@ -307,6 +325,8 @@ template <typename T, typename P>
 __device__ __forceinline__ uint4 reduce_unit(const hiar_ipc_args_t &a, const char *in, size_t off, size_t total,
                                              int esize, int op, int divisor, P peer)
 {
+    /* fold_units' loop written out: through it, ptxas (sm_90, CUDA 13.0) gave the push one-shot kernel other
+     * code (the double instance spilled 72 bytes instead of 28), and that kernel's speed was measured as is. */
     unit_acc<T, HIAR_UNIT> acc;
     uint4 r;
 

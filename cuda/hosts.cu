@@ -100,18 +100,10 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const pi
     const int es = sizeof(T);
 
     move_units<4>(0, p.bytes, [&](size_t off) {
-        unit_acc<T, HIAR_UNIT> acc;
-        uint4 r;
-        for (int k = 0; k < j.n; k++) {
-            uint4 u = k == j.me ? load_unit<HIAR_UNIT>(p.data, off, p.bytes, es)
-                                : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * j.stride, off, p.bytes);
-            if (k == 0)
-                acc.load(&u);
-            else
-                acc.fold(op, &u);
-        }
-        acc.store(&r, divisor);
-        return r;
+        return fold_units<T>(j.n, op, divisor, [&](int k) {
+            return k == j.me ? load_unit<HIAR_UNIT>(p.data, off, p.bytes, es)
+                             : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * j.stride, off, p.bytes);
+        });
     }, [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.data, off, p.bytes, es, u); });
 }
 

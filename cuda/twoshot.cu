@@ -395,17 +395,9 @@ __device__ __forceinline__ void reduce_part(const hiar_ipc_args_t &g, const ts_c
     move_units<TS_UNROLL>(
         lo, hi,
         [&](size_t off) {
-            unit_acc<T, HIAR_UNIT> acc;
-            uint4 r;
-            for (int i = 0; i < b.n; i++) {
-                uint4 u = load_peer_written(part_at(b, cb, part_bytes, b.me, i, off - p_lo));
-                if (i == 0)
-                    acc.load(&u);
-                else
-                    acc.fold(op, &u);
-            }
-            acc.store(&r, divisor);
-            return r;
+            return fold_units<T>(b.n, op, divisor, [&](int i) {
+                return load_peer_written(part_at(b, cb, part_bytes, b.me, i, off - p_lo));
+            });
         },
         [&](size_t off, const uint4 &r) {
             store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, r);
