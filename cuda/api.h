@@ -322,6 +322,30 @@ HIAR_HD static inline size_t hiar_ipc_part_bytes(size_t cap, int ngroups)
 }
 
 /*
+ * Block b of nblocks' piece of part j of parts of shard s of a chunk of
+ * `bytes` in nshards shards: bytes [*lo, *hi) of the chunk, and the shard's
+ * start *s_lo.  Part j is the shard's bytes from j part spans on
+ * (hiar_ipc_part_bytes of span); the piece is cut from a part span and then
+ * clipped to the shard.  span: a whole number of units, at least the
+ * largest shard of the chunk (a full shard where the call has several
+ * chunks: then a block's pieces lie at the same place of a shard in every
+ * chunk).  The two-shot kernels' (cuda/twoshot.cu).
+ */
+HIAR_HD static inline void hiar_ipc_piece(size_t bytes, int nshards, int s, size_t span, int parts, int j,
+                                          int nblocks, int b, size_t *lo, size_t *hi, size_t *s_lo)
+{
+    size_t s_hi, rel_lo, rel_hi, len, pspan = hiar_ipc_part_bytes(span, parts);
+
+    hiar_ipc_shard_range(bytes, nshards, s, s_lo, &s_hi);
+    hiar_range_scaled(pspan / HIAR_IPC_SHARD_UNIT, HIAR_IPC_SHARD_UNIT, nblocks, b, &rel_lo, &rel_hi);
+    rel_lo += (size_t)j * pspan;
+    rel_hi += (size_t)j * pspan;
+    len = s_hi - *s_lo;
+    *lo = *s_lo + (rel_lo < len ? rel_lo : len);
+    *hi = *s_lo + (rel_hi < len ? rel_hi : len);
+}
+
+/*
  * Its chunk: a group's slot holds spread shards of every sender (the most
  * of any group: n x ceil(nshards / n) for a group of n, nshards where the
  * groups are even) and the gathered chunk; the counterparts' smallest slot

@@ -50,25 +50,17 @@ __device__ __forceinline__ size_t part_span(const ts_chunk &c)
 
 /*
  * Byte range of this block's piece of part j of shard s of the chunk
- * (relative to the chunk), and the shard's start.  Part j is the shard's
- * bytes from j part spans on; the piece is cut from a part span and then
- * clipped.  With several chunks, span is a full shard (cap), so a block uses
- * the same slot bytes in a short last chunk as in full ones: a peer's block
- * b' may still be reading its own bytes of this slot from two chunks ago;
- * block b waited only for block b.  A message of one chunk reuses no slot
- * in the call, and span is its largest shard, so that blocks are not left
- * idle by a cap much larger than the message.
+ * (relative to the chunk), and the shard's start (hiar_ipc_piece).  With
+ * several chunks, span is a full shard (cap), so a block uses the same slot
+ * bytes in a short last chunk as in full ones: a peer's block b' may still
+ * be reading its own bytes of this slot from two chunks ago; block b waited
+ * only for block b.  A message of one chunk reuses no slot in the call, and
+ * span is its largest shard, so that blocks are not left idle by a cap much
+ * larger than the message.
  */
 __device__ __forceinline__ void block_part(const ts_chunk &c, int s, int j, size_t *lo, size_t *hi, size_t *s_lo)
 {
-    size_t s_hi, rel_lo, rel_hi, len, pspan = part_span(c);
-    hiar_ipc_shard_range(c.bytes, c.nshards, s, s_lo, &s_hi);
-    hiar_range_scaled(pspan / HIAR_UNIT, HIAR_UNIT, gridDim.x, blockIdx.x, &rel_lo, &rel_hi);
-    rel_lo += (size_t)j * pspan;
-    rel_hi += (size_t)j * pspan;
-    len = s_hi - *s_lo;
-    *lo = *s_lo + (rel_lo < len ? rel_lo : len);
-    *hi = *s_lo + (rel_hi < len ? rel_hi : len);
+    hiar_ipc_piece(c.bytes, c.nshards, s, c.span, c.parts, j, (int)gridDim.x, (int)blockIdx.x, lo, hi, s_lo);
 }
 
 /* RS area: sender's part of owner's k-th shard; then the AG area, shard by shard. */

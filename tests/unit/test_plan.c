@@ -6,6 +6,7 @@
  * Also the IPC kernels' block caps for ranks that share a GPU.
  */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/param.h"
@@ -539,6 +540,67 @@ Test(range, ipc_shards_are_16_byte_parts)
     cr_expect(lo == 0 && hi == 48);
     hiar_ipc_shard_range(100, 3, 2, &lo, &hi);
     cr_expect(lo == 80 && hi == 112, "the last shard may pass the end inside its last unit: [%zu, %zu)", lo, hi);
+}
+
+/*
+ * The two-shot kernels' pieces (hiar_ipc_piece): over every block and part, each shard's units once, within the
+ * shard; a part's bytes within the counterparts' area for it (hiar_ipc_part_bytes of a full shard); and a
+ * block's pieces at the same place of a shard in a short last chunk as in a full one (slots are reused by
+ * block index only).
+ */
+Test(range, ipc_pieces_cover_each_shard_once)
+{
+    static const size_t totals[] = {16, 100, 4096 + 7, 65536, 300007, 1048576 + 48};
+    static const int nblocks[] = {1, 3, 66, 128};
+    enum { CHUNK = 64 * 1024 };
+
+    for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++)
+        for (int nshards = 1; nshards <= 4; nshards++)
+            for (int parts = 1; parts <= 4; parts++)
+                for (size_t g = 0; g < sizeof(nblocks) / sizeof(nblocks[0]); g++) {
+                    size_t total = totals[t], chunk = CHUNK / (16 * (size_t)nshards) * 16 * (size_t)nshards;
+                    size_t cap = chunk / (size_t)nshards, span = 0;
+                    /* span: the largest shard of a call of one chunk, else a full shard (twoshot.cu chunk_at) */
+                    for (int s = 0; s < nshards && total <= chunk; s++) {
+                        size_t lo, hi;
+                        hiar_ipc_shard_range(total, nshards, s, &lo, &hi);
+                        span = hi - lo > span ? hi - lo : span;
+                    }
+                    span = total <= chunk ? span : cap;
+                    for (size_t c0 = 0; c0 < total; c0 += chunk) {
+                        size_t bytes = total - c0 < chunk ? total - c0 : chunk, units = (bytes + 15) / 16;
+                        unsigned char *seen = calloc(units + 1, 1);
+                        cr_assert(seen != NULL);
+                        for (int s = 0; s < nshards; s++) {
+                            size_t pspan = hiar_ipc_part_bytes(span, parts);
+                            size_t sh_lo, sh_hi;
+                            hiar_ipc_shard_range(bytes, nshards, s, &sh_lo, &sh_hi);
+                            for (int j = 0; j < parts; j++)
+                                for (int b = 0; b < nblocks[g]; b++) {
+                                    size_t lo, hi, s_lo, full_lo, full_hi, full_s;
+                                    hiar_ipc_piece(bytes, nshards, s, span, parts, j, nblocks[g], b, &lo, &hi, &s_lo);
+                                    cr_assert(s_lo == sh_lo && lo <= hi && lo >= sh_lo && hi <= sh_hi,
+                                              "total %zu shard %d part %d block %d: [%zu, %zu) outside [%zu, %zu)",
+                                              total, s, j, b, lo, hi, sh_lo, sh_hi);
+                                    cr_assert(hi == lo || hi - s_lo - (size_t)j * pspan <= hiar_ipc_part_bytes(cap, parts),
+                                              "total %zu shard %d part %d: past its part's area", total, s, j);
+                                    for (size_t u = lo / 16; u < (hi + 15) / 16; u++)
+                                        seen[u]++;
+                                    if (total > chunk) { /* the same place as in a full chunk, clipped */
+                                        hiar_ipc_piece(chunk, nshards, s, span, parts, j, nblocks[g], b, &full_lo,
+                                                       &full_hi, &full_s);
+                                        cr_assert(hi == lo || lo - s_lo == full_lo - full_s,
+                                                  "total %zu shard %d part %d block %d: moved in the last chunk",
+                                                  total, s, j, b);
+                                    }
+                                }
+                        }
+                        for (size_t u = 0; u < units; u++)
+                            cr_assert(seen[u] == 1, "total %zu, %d shards, %d parts, %d blocks: unit %zu of chunk "
+                                      "%zu taken %d times", total, nshards, parts, nblocks[g], u, c0, seen[u]);
+                        free(seen);
+                    }
+                }
 }
 
 Test(shard, cover_disjoint_aligned)
