@@ -307,22 +307,23 @@ __device__ __forceinline__ ts_chunk fused_chunk(const hiar_ipc_args_t &g, uint64
 /*
  * The bandwidth path over groups in one kernel.  The shards are the
  * hierarchical halves' (nshards = the largest group), the chunks its own
- * (hiar_ipc_hier_fused_chunk), and each shard is cut into one part per group (c.parts), the same bytes on every rank, so
- * shard s's counterparts (set k: the owners of s, one per group, rank g of
- * the set in group g) split it.  Per chunk, block b of a rank:
+ * (hiar_ipc_hier_fused_chunk), and each shard is cut into one part per
+ * group (c.parts), the same bytes on every rank, so shard s's counterparts
+ * (set k: the owners of s, one per group, rank g of the set in group g)
+ * split it.  Per chunk, block b of a rank:
  *
- *   step | does                                                    | waits for
+ *   step | does                                                    | waits first for
  *   -----+---------------------------------------------------------+-------------------------
- *   RS   | pushes its piece of every part of each shard it does    | the group's RS(b): also
- *        | not own to the owner (the group's slots)                | AG' of the chunk before
- *   AG   | copies the other shards of the chunk before to its      |
- *        | output                                                  |
- *   RS'  | reduces each owned shard's parts over the group (rank   | the counterparts' RS(b)
+ *   RS   | pushes its piece of every part of each shard it does    |
+ *        | not own to the owner (the group's slots)                |
+ *   AG   | copies the other shards of the chunk before to its      | the group's RS(b), which
+ *        | output                                                  | also covers AG' before
+ *   RS'  | reduces each owned shard's parts over the group (rank   |
  *        | order) and puts part j in counterpart j's slot          |
- *   red. | reduces its own part over the counterparts (group       | the counterparts' AG(b)
+ *   red. | reduces its own part over the counterparts (group       | the counterparts' RS(b)
  *        | order), divided; writes it to its output and to every   |
  *        | counterpart and group peer                              |
- *   AG'  | copies the counterparts' parts to its output and passes |
+ *   AG'  | copies the counterparts' parts to its output and passes | the counterparts' AG(b)
  *        | them on to its group peers                              |
  *
  * and after the last chunk a wait for the group's AG(b) and its copy: three
@@ -343,10 +344,12 @@ __device__ __forceinline__ ts_chunk fused_chunk(const hiar_ipc_args_t &g, uint64
  * counterparts are heard from (device.cuh release_next_kernel): harmless,
  * as the launch takes PDL from the first set of counterparts, which has it
  * only where each of its ranks, this one included, has a GPU of its own
- * (transport/ipc.c): the next kernel holds no SM a peer needs.  Against the three kernels of the hierarchical halves around a
- * two-shot call between groups, it writes each owned shard to the output
- * once, not three times, and needs no launch between the steps (core/plan.c has
- * the numbers).
+ * (transport/ipc.c): the next kernel holds no SM a peer needs.
+ *
+ * Against the three kernels of the hierarchical halves around a two-shot
+ * call between groups, it writes each owned shard to the output once, not
+ * three times, and needs no launch between the steps (core/plan.c has the
+ * numbers).
  */
 __device__ __forceinline__ uint4 *part_at(const hiar_ipc_args_t &b, const ts_chunk &cb, size_t part_bytes, int rank,
                                           int index, size_t pos)
@@ -410,7 +413,8 @@ __device__ __forceinline__ void gather_parts(const hiar_ipc_args_t &g, const ts_
         block_part(c, s, j, &lo, &hi, &s_lo);
         p_lo = s_lo + (size_t)j * part_span(c);
         move_units<TS_UNROLL>(
-            lo, hi, [&](size_t off) { return load_peer_written(part_at(b, cb, part_bytes, b.me, b.n + j, off - p_lo)); },
+            lo, hi,
+            [&](size_t off) { return load_peer_written(part_at(b, cb, part_bytes, b.me, b.n + j, off - p_lo)); },
             [&](size_t off, const uint4 &u) {
                 store_unit<HIAR_UNIT>(out, c.c0 + off, total, esize, u);
                 push_to_all(g, c, nullptr, s, off, s_lo, total, esize, u);
