@@ -371,18 +371,18 @@ __device__ __forceinline__ void release_next_kernel()
 #endif
 }
 
+/* The epoch of this call on a transport: on a second one of the same kernel, after begin_call waited once for all. */
+__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
+{
+    return a.state->epoch[blockIdx.x] + 1;
+}
+
 __device__ __forceinline__ uint64_t begin_call(const hiar_ipc_args_t &a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    return a.state->epoch[blockIdx.x] + 1;
-}
-
-/* The epoch of this call on a second transport of the same kernel (begin_call waited once, for all of them). */
-__device__ __forceinline__ uint64_t next_epoch(const hiar_ipc_args_t &a)
-{
-    return a.state->epoch[blockIdx.x] + 1;
+    return next_epoch(a);
 }
 
 /*
