@@ -205,22 +205,33 @@ static hiar_result_t agree_smallest(MPI_Comm mpi, size_t *values, int n)
     return HIAR_SUCCESS;
 }
 
-/* The fewest blocks of LL (ll) or two-shot kernels that any set of counterparts of this rank, or its group,
- * allows (hiar_ipc_hier's caps are agreed from them). */
-static size_t fewest_blocks(const hiar_between_t *b, const hiar_side_t *group, int ll)
+/* The fewest blocks of LL and of two-shot kernels that any set of counterparts of this rank, or its group,
+ * allows (hiar_ipc_hier's caps are agreed from them); 0 where none runs kernels. */
+static hiar_ipc_caps_t fewest_blocks(const hiar_between_t *b, const hiar_side_t *group)
 {
-    size_t fewest = 0;
-    hiar_ipc_caps_t caps;
+    hiar_ipc_caps_t fewest = {0, 0, 0}, caps;
 
     for (int s = -1; s < b->nshards; s++) {
         const hiar_side_t *side = s < 0 ? group : &b->shard[s];
         if (!hiar_transport_runs_kernels(side->tp))
             continue;
         hiar_ipc_get_caps(side->state, &caps);
-        if (!fewest || (ll ? caps.ll : caps.twoshot) < fewest)
-            fewest = ll ? caps.ll : caps.twoshot;
+        fewest.ll = fewest.ll && fewest.ll < caps.ll ? fewest.ll : caps.ll;
+        fewest.twoshot = fewest.twoshot && fewest.twoshot < caps.twoshot ? fewest.twoshot : caps.twoshot;
     }
     return fewest;
+}
+
+/* The most shards a rank of any group receives from each sender, times its group's ranks (plan.h). */
+static int shard_spread(const hiar_tier_t *t)
+{
+    int most = 0;
+
+    for (int g = 0; g < t->groups.ngroups; g++) {
+        int n = hiar_group_size(&t->groups, g), v = n * ((t->nshards + n - 1) / n);
+        most = v > most ? v : most;
+    }
+    return most;
 }
 
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_side_t *group,
@@ -250,11 +261,13 @@ hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_sid
         HIAR_CHECK(hiar_net_min(mpi, &ok, 1));
     }
     if (ok) {
-        size_t v[4] = {b->part_chunk, b->slot, fewest_blocks(b, group, 1), fewest_blocks(b, group, 0)};
+        hiar_ipc_caps_t caps = fewest_blocks(b, group);
+        size_t v[4] = {b->part_chunk, b->slot, caps.ll, caps.twoshot};
         HIAR_CHECK(agree_smallest(mpi, v, 4));
         b->part_chunk = v[0];
         b->slot = v[1];
         b->caps = (hiar_ipc_caps_t){(unsigned)v[2], 0, (unsigned)v[3]};
+        b->spread = shard_spread(t);
     }
     if (!ok) {
         if (!b->why[0])

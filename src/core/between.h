@@ -40,6 +40,7 @@ typedef struct {
     size_t part_chunk;  /* per_host: the counterparts' reduce-scatter chunk (agreed over the comm) */
     size_t slot;        /* the smallest data slot of any set of counterparts (agreed over the comm) */
     hiar_ipc_caps_t caps; /* blocks of the kernels over groups: the fewest any of their transports allows (agreed) */
+    int spread;         /* the most shards a rank of any group receives per sender, times its group's ranks */
     char why[400];      /* the transport between groups and why */
 } hiar_between_t;
 

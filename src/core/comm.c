@@ -152,20 +152,6 @@ hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what)
     return hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort, what);
 }
 
-#ifdef HIAR_HAVE_CUDA
-/* The most shards a rank of any group receives from each sender, times its group's ranks (plan.h). */
-static int shard_spread(const hiar_tier_t *t)
-{
-    int most = 0;
-
-    for (int g = 0; g < t->groups.ngroups; g++) {
-        int n = hiar_group_size(&t->groups, g), v = n * ((t->nshards + n - 1) / n);
-        most = v > most ? v : most;
-    }
-    return most;
-}
-#endif
-
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in)
 {
     const hiar_tier_t *host = &comm->host.tier;
@@ -190,13 +176,13 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
     if (device && comm->gpu) {
         in->ngroups = comm->gpu->side.tier.groups.ngroups;
         in->device_nshards = comm->gpu->side.tier.nshards;
-        in->device_spread = shard_spread(&comm->gpu->side.tier);
         in->ipc = hiar_gpu_has_kernels(comm->gpu);
         in->pinned = comm->gpu->pinned;
         in->device_slot = comm->gpu->hier_slot == LLONG_MAX ? 0 : (size_t)comm->gpu->hier_slot;
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;
         in->between_gpu = comm->gpu->between.on_gpu;
         in->between_slot = comm->gpu->between.slot;
+        in->device_spread = comm->gpu->between.spread;
         in->hosts_async = comm->gpu->hosts != NULL;
         in->mixed = comm->gpu->mixed;
         in->flat_nranks = comm->gpu->flat.tp ? comm->gpu->flat.tier.local_size : 0;

@@ -83,8 +83,8 @@ typedef struct {
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
     int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */
     size_t between_slot; /* ... then the smallest data slot of any set of counterparts (agreed) */
-    int device_spread;   /* device buffers: the most shards a rank of any group receives per sender, times the
-                          * group's ranks (hiar_ipc_hier_fused_chunk); 0: device_nshards */
+    int device_spread;   /* ... and the most shards a rank of any group receives per sender, times the group's
+                          * ranks (the same on every rank; hiar_ipc_hier_fused_chunk); 0: device_nshards */
     int hosts_async;    /* device buffers: that step runs over MPI on the progress engine (agreed; core/hosts.h) */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
