@@ -273,6 +273,14 @@ static inline unsigned hiar_blocks_for(size_t bytes)
     return (unsigned)(blocks < HIAR_IPC_MAX_BLOCKS ? blocks : HIAR_IPC_MAX_BLOCKS);
 }
 
+/* hiar_blocks_for(bytes) times 2^log2 (-1 to 1: tuning's block counts, plan.blocks_log2), at least 1. */
+static inline unsigned hiar_blocks_scaled(size_t bytes, int log2)
+{
+    unsigned blocks = hiar_blocks_for(bytes);
+
+    return log2 < 0 ? (blocks + 1) / 2 : log2 > 0 ? 2 * blocks : blocks;
+}
+
 /*
  * The units of [lo, hi) this thread owns (one in every blockDim.x): U of them
  * loaded, then the U stored, so that U loads are in flight at once; in a

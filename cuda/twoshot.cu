@@ -273,9 +273,9 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
 template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const hiar_ipc_direct_t *d, const void *in, void *out,
                           size_t bytes, int esize, hiar_op_t op, int divisor, int nshards, int steps, size_t chunk,
-                          cudaStream_t stream)
+                          int blocks_log2, cudaStream_t stream)
 {
-    unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)nshards);
+    unsigned blocks = hiar_blocks_scaled((bytes < chunk ? bytes : chunk) / (size_t)nshards, blocks_log2);
 
     return hiar_ipc_launch(a, twoshot<T>, blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, stream,
                            *a, *d, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards,
@@ -291,7 +291,7 @@ cudaError_t hiar_ipc_launch_twoshot(const hiar_ipc_args_t *a, const hiar_call_t 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         return launch<decltype(tag)>(a, d, c->sendbuf, c->recvbuf, hiar_call_bytes(c), (int)c->esize, c->op,
                                      whole ? c->divisor : 0, whole ? a->n : c->nshards, (int)steps, chunk,
-                                     (cudaStream_t)c->stream);
+                                     c->plan.blocks_log2, (cudaStream_t)c->stream);
     });
 }
 

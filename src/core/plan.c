@@ -16,6 +16,8 @@ const char *hiar_plan_name(hiar_plan_t p)
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : p.kernel == HIAR_KERNEL_TWOSHOT ? "ipc-hier-twoshot"
                                                                                                 : "ipc-hier";
+    if (p.blocks_log2) /* tuning's block counts: the name is the candidate's */
+        return hiar_tune_dev_name(hiar_plan_tune_candidate(p));
     if ((p.via == HIAR_VIA_DEVICE || p.via == HIAR_VIA_FLAT) && p.kernel != HIAR_KERNEL_NONE)
         return kernels[p.via == HIAR_VIA_FLAT][p.kernel];
     return algs[p.via == HIAR_VIA_FLAT ? HIAR_VIA_DEVICE : p.via][p.alg];
@@ -23,7 +25,8 @@ const char *hiar_plan_name(hiar_plan_t p)
 
 int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
 {
-    return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk && a.between == b.between;
+    return a.alg == b.alg && a.via == b.via && a.kernel == b.kernel && a.chunk == b.chunk && a.between == b.between &&
+           a.blocks_log2 == b.blocks_log2;
 }
 
 /* The LL kernel's limit for n ranks (a group, the counterparts, the group over the host): HIAR_ONESHOT_MAX, else
@@ -71,7 +74,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
 {
-    hiar_plan_t p = {alg, via, kernel, 0, HIAR_KERNEL_NONE};
+    hiar_plan_t p = {alg, via, kernel, 0, HIAR_KERNEL_NONE, 0};
     return p;
 }
 
@@ -175,14 +178,19 @@ static int tuned_choice(const hiar_plan_input_t *in)
 static hiar_plan_t choose_ipc_tuned(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
 {
     static const hiar_kernel_t kernel[HIAR_TUNE_DEV_COUNT] = {
-        [HIAR_TUNE_DEV_LL] = HIAR_KERNEL_LL, [HIAR_TUNE_DEV_PUSH] = HIAR_KERNEL_PUSH,
-        [HIAR_TUNE_DEV_PULL] = HIAR_KERNEL_PULL, [HIAR_TUNE_DEV_TWOSHOT] = HIAR_KERNEL_TWOSHOT};
-    hiar_kernel_t k = kernel[tuned_choice(in)];
+        [HIAR_TUNE_DEV_LL] = HIAR_KERNEL_LL,           [HIAR_TUNE_DEV_PUSH] = HIAR_KERNEL_PUSH,
+        [HIAR_TUNE_DEV_PULL] = HIAR_KERNEL_PULL,       [HIAR_TUNE_DEV_TWOSHOT] = HIAR_KERNEL_TWOSHOT,
+        [HIAR_TUNE_DEV_TWOSHOT_HALF] = HIAR_KERNEL_TWOSHOT, [HIAR_TUNE_DEV_TWOSHOT_DOUBLE] = HIAR_KERNEL_TWOSHOT};
+    int tuned = tuned_choice(in);
+    hiar_kernel_t k = kernel[tuned];
+    hiar_plan_t p;
 
     if (k == HIAR_KERNEL_NONE || (k == HIAR_KERNEL_LL && in->bytes > in->ipc_ll_max) ||
         (k == HIAR_KERNEL_PULL && in->pinned))
         return choose_ipc(in, l);
-    return plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
+    p = plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
+    p.blocks_log2 = tuned == HIAR_TUNE_DEV_TWOSHOT_HALF ? -1 : tuned == HIAR_TUNE_DEV_TWOSHOT_DOUBLE ? 1 : 0;
+    return p;
 }
 
 int hiar_plan_tune_candidate(hiar_plan_t p)
@@ -197,6 +205,8 @@ int hiar_plan_tune_candidate(hiar_plan_t p)
         return HIAR_TUNE_DEV_BUILTIN;
     if (p.alg == HIAR_ALG_HIER || p.alg == HIAR_ALG_HIER_ONESHOT)
         return HIAR_TUNE_DEV_HIER;
+    if (p.kernel == HIAR_KERNEL_TWOSHOT && p.blocks_log2)
+        return p.blocks_log2 < 0 ? HIAR_TUNE_DEV_TWOSHOT_HALF : HIAR_TUNE_DEV_TWOSHOT_DOUBLE;
     return of_kernel[p.kernel];
 }
 

@@ -101,8 +101,9 @@ int hiar_tune_dev_bucket(size_t bytes, int n)
 
 const char *hiar_tune_dev_name(int k)
 {
-    static const char *const names[HIAR_TUNE_DEV_COUNT] = {"builtin",     "ipc-ll", "ipc-push", "ipc-pull",
-                                                          "ipc-twoshot", "flat",   "hier"};
+    static const char *const names[HIAR_TUNE_DEV_COUNT] = {
+        "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "ipc-twoshot-half", "ipc-twoshot-double",
+        "flat",    "hier"};
     return k >= 0 && k < HIAR_TUNE_DEV_COUNT ? names[k] : NULL;
 }
 

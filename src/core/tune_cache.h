@@ -8,8 +8,9 @@
  * Tuned: host buffers' crossovers, one-shot against two-shot in one group
  * (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
  * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT); device buffers' path per
- * size of their own ladder: one group's kernel (LL, push, pull, two-shot),
- * or over groups the group over the host against the hierarchical paths.
+ * size of their own ladder: one group's kernel (LL, push, pull, two-shot
+ * with its blocks by size, half or twice as many), or over groups the group
+ * over the host against the hierarchical paths.
  */
 #ifndef HIAR_CORE_TUNE_CACHE_H
 #define HIAR_CORE_TUNE_CACHE_H
@@ -42,6 +43,10 @@ typedef enum {
     HIAR_TUNE_DEV_PUSH,
     HIAR_TUNE_DEV_PULL,
     HIAR_TUNE_DEV_TWOSHOT,
+    /* ... two-shot with half and with twice its blocks by size: how many blocks keep a link busy differs by
+     * fabric (PCIe's latency wants more requests in flight than NVLink's), and fewer leave SMs to compute */
+    HIAR_TUNE_DEV_TWOSHOT_HALF,
+    HIAR_TUNE_DEV_TWOSHOT_DOUBLE,
     /* several groups on one host: the group over the host (its kernel by size), or the hierarchical paths */
     HIAR_TUNE_DEV_FLAT,
     HIAR_TUNE_DEV_HIER,
@@ -86,7 +91,8 @@ typedef struct {
  * scale), -1 above twice the ladder's top or past n sizes. */
 size_t hiar_tune_dev_size(int i);
 int hiar_tune_dev_bucket(size_t bytes, int n);
-/* "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "flat", "hier"; NULL past the end. */
+/* "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "ipc-twoshot-half", "ipc-twoshot-double", "flat",
+ * "hier"; NULL past the end. */
 const char *hiar_tune_dev_name(int k);
 /*
  * Per size, from an agreed table, for calls of one mode: of the candidates

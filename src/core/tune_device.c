@@ -1,7 +1,7 @@
 /*
  * Tuning of device buffers at creation: every path the plan can take at a
  * size of the device ladder (one group's LL, push, pull and two-shot
- * kernels; over groups, the group over the host against the hierarchical
+ * kernels, two-shot also with half and twice its blocks; over groups, the group over the host against the hierarchical
  * paths) checked on a small sum, timed on bfloat16 and float32, eagerly and
  * as replays of a captured CUDA graph, agreed, and chosen per mode where
  * faster on both dtypes (core/tune_cache.h).
@@ -273,6 +273,8 @@ static int candidates(const hiar_comm_t *comm, int *cand)
     if (hiar_gpu_has_ipc(comm->gpu))
         cand[n++] = HIAR_TUNE_DEV_PULL; /* over CUDA IPC only (core/plan.c) */
     cand[n++] = HIAR_TUNE_DEV_TWOSHOT;
+    cand[n++] = HIAR_TUNE_DEV_TWOSHOT_HALF;
+    cand[n++] = HIAR_TUNE_DEV_TWOSHOT_DOUBLE;
     return n;
 }
 

@@ -19,14 +19,14 @@
 #define M (K * K)
 
 /* The plans, as the cases name them: host buffers, device kernels, device buffers staged. */
-#define HOST(ALG) {HIAR_ALG_##ALG, HIAR_VIA_HOST, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE}
-#define IPC(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_DEVICE, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE}
-#define STAGED(ALG) {HIAR_ALG_##ALG, HIAR_VIA_STAGED, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE}
+#define HOST(ALG) {HIAR_ALG_##ALG, HIAR_VIA_HOST, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE, 0}
+#define IPC(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_DEVICE, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
+#define STAGED(ALG) {HIAR_ALG_##ALG, HIAR_VIA_STAGED, HIAR_KERNEL_NONE, 0, HIAR_KERNEL_NONE, 0}
 /* Several groups exchanging on the GPU: the latency path, and the bandwidth path's kernel between groups. */
-#define BETWEEN_LL {HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL, 0, HIAR_KERNEL_LL}
-#define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL}
+#define BETWEEN_LL {HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL, 0, HIAR_KERNEL_LL, 0}
+#define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL, 0}
 /* The one group over the host (HIAR_FLAT). */
-#define FLAT(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_FLAT, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE}
+#define FLAT(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_FLAT, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
 #define HIAR_PLAN_ONESHOT HOST(ONESHOT)
 #define HIAR_PLAN_TWOSHOT HOST(TWOSHOT)
 #define HIAR_PLAN_HIER HOST(HIER)
@@ -697,8 +697,10 @@ Test(plan, tuned_device_paths)
     dev[2] = HIAR_TUNE_DEV_PULL;    /* 16 KB */
     dev[4] = HIAR_TUNE_DEV_TWOSHOT; /* 256 KB */
     dev[5] = HIAR_TUNE_DEV_LL;      /* 512 KB */
+    dev[6] = HIAR_TUNE_DEV_TWOSHOT_HALF;   /* 1 MB */
     dev[7] = HIAR_TUNE_DEV_LL;      /* 4 MB: past the LL area */
     dev[8] = HIAR_TUNE_DEV_PUSH;    /* 16 MB */
+    dev[9] = HIAR_TUNE_DEV_TWOSHOT_DOUBLE; /* 64 MB */
     in.nranks = 2;
     in.ngroups = in.host_ngroups = 1;
     in.host_nshards = in.device_nshards = 2;
@@ -714,6 +716,18 @@ Test(plan, tuned_device_paths)
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
     in.bytes = 256 * K;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT));
+    /* two-shot with its blocks by size halved, and doubled: the plan says so, and names the candidate */
+    for (int i = 0; i < 2; i++) {
+        hiar_plan_t twoshot = HIAR_PLAN_IPC_TWOSHOT, p;
+        in.bytes = i ? 64 * M : M;
+        p = hiar_plan_choose(&in);
+        twoshot.blocks_log2 = i ? 1 : -1;
+        cr_expect(same(p, twoshot), "%s", hiar_plan_name(p));
+        twoshot.blocks_log2 = 0;
+        cr_expect(!hiar_plan_equal(p, twoshot), "block counts make plans differ");
+        cr_expect_str_eq(hiar_plan_name(p), i ? "ipc-twoshot-double" : "ipc-twoshot-half");
+        cr_expect_eq(hiar_plan_tune_candidate(p), i ? HIAR_TUNE_DEV_TWOSHOT_DOUBLE : HIAR_TUNE_DEV_TWOSHOT_HALF);
+    }
     in.bytes = 4 * M;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "LL past its area: built-in");
     in.bytes = 16 * M;

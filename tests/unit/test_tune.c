@@ -446,6 +446,15 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     cr_expect_eq(got.device_n, 3);
     cr_expect(memcmp(got.device[HIAR_TUNE_DEV_EAGER], l.device[HIAR_TUNE_DEV_EAGER], 3) == 0);
     cr_expect(memcmp(got.device[HIAR_TUNE_DEV_GRAPH], l.device[HIAR_TUNE_DEV_GRAPH], 3) == 0);
+    /* Every path's name reads back as that path (the two-shot block counts' names start as two-shot's). */
+    for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
+        l.device[HIAR_TUNE_DEV_EAGER][k] = l.device[HIAR_TUNE_DEV_GRAPH][HIAR_TUNE_DEV_COUNT - 1 - k] =
+            (unsigned char)k;
+    l.device_n = HIAR_TUNE_DEV_COUNT;
+    cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
+    cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
+    cr_expect_eq(got.device_n, HIAR_TUNE_DEV_COUNT);
+    cr_expect(memcmp(got.device, l.device, sizeof(got.device)) == 0);
     /* A cache without graph choices: captured calls take the eager ones. */
     snprintf(text, sizeof(text), "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll "
              "ipc-pull\n", hiar_version());
