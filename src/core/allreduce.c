@@ -108,6 +108,7 @@ static hiar_result_t plan(const hiar_comm_t *comm, hiar_call_t *c)
     hiar_plan_input_t in;
 
     hiar_comm_plan_input(comm, c->device, hiar_call_bytes(c), &in);
+    in.norm = c->norm != NULL;
     if (c->device)
         HIAR_CHECK(hiar_comm_plan_captured(comm, c->stream, &in));
     c->plan = hiar_plan_choose(&in);

@@ -29,12 +29,21 @@ int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
            a.blocks_log2 == b.blocks_log2;
 }
 
-/* The LL kernel's limit for n ranks (a group, the counterparts, the group over the host): HIAR_ONESHOT_MAX, else
- * 16 KB over pinned host memory, else the budget over n; never past the LL packet area. */
-static size_t ll_limit(const hiar_plan_input_t *in, int n)
+/*
+ * The LL kernel's limit for n ranks (a group, the counterparts, the group
+ * over the host): HIAR_ONESHOT_MAX, else 16 KB over pinned host memory,
+ * else the budget over n, or where an RMSNorm fuses (one group's kernel,
+ * the group over the host: norm) the whole packet area; never past it.
+ * The norm's alternative to LL is the rows kernel (cuda/norm.cu), slower
+ * than push where the budget ends: on one H200, 4 ranks under MPS, bf16, 32 tokens x 8192 (512 KB) in a CUDA graph, 33.1 us
+ * fused by rows against 29.4 for push + a norm kernel, while LL took 8.5 us
+ * at 16 tokens (256 KB), and plain LL 8.1 against push's 23.8 at 512 KB.
+ */
+static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm)
 {
     size_t ll = in->oneshot_max ? in->oneshot_max
                 : in->pinned    ? HIAR_PINNED_LL_MAX
+                : norm          ? in->ipc_ll_max
                                 : HIAR_IPC_ONESHOT_BUDGET / (size_t)n;
     return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
 }
@@ -58,18 +67,20 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                            : HIAR_SHM_ONESHOT_MAX_DEFAULT;
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
-    out->ipc_ll_max = ll_limit(in, in->nranks);
+    out->ipc_ll_max = ll_limit(in, in->nranks, in->norm);
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the
      * largest group and the counterparts; then reduce-scatter, the shards
      * between groups, all-gather (three kernels). */
-    out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups);
+    out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups, 0);
     /* The one group over the host: by default while its LL kernel takes the
      * message (one launch and one hop instead of the group's kernel and the
      * step between groups); above, the hierarchical paths send each byte
      * between the groups (between PCIe switches) once instead of n - 1 times. */
-    out->device_flat_max = !in->flat_nranks ? 0 : in->flat_max ? in->flat_max : ll_limit(in, in->flat_nranks);
+    out->device_flat_max = !in->flat_nranks ? 0
+                           : in->flat_max   ? in->flat_max
+                                            : ll_limit(in, in->flat_nranks, in->norm);
 }
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
@@ -168,8 +179,10 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
 /* Tuning's path for this message (BUILTIN where none): the automatic choice only, never over a forced limit. */
 static int tuned_choice(const hiar_plan_input_t *in)
 {
-    int i = in->algo == HIAR_ALGO_AUTO && !in->oneshot_max ? hiar_tune_dev_bucket(in->bytes, in->tuned_device_n)
-                                                            : -1;
+    /* Tuning timed plain calls; a fused norm takes other kernels (ll_limit). */
+    int i = in->algo == HIAR_ALGO_AUTO && !in->oneshot_max && !in->norm
+                ? hiar_tune_dev_bucket(in->bytes, in->tuned_device_n)
+                : -1;
     return i < 0 ? HIAR_TUNE_DEV_BUILTIN : in->tuned_device[i];
 }
 

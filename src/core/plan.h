@@ -91,6 +91,7 @@ typedef struct {
     int flat_nranks;    /* device buffers: ranks of the one CUDA IPC group over the host (agreed); 0: none */
     size_t flat_max;    /* HIAR_FLAT_MAX, 0 = default */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
+    int norm;           /* the call fuses an RMSNorm (hiar_allreduce_rmsnorm): core/plan.c ll_limit */
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
     int tuned;          /* the next two hold tuning's crossovers (core/tune.h: the same on every rank) */
     size_t tuned_shm_oneshot_max, tuned_hier_oneshot_max; /* host buffers; 0: never one-shot */

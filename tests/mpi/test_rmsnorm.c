@@ -44,7 +44,8 @@ static const struct {
     size_t tokens, hidden;
 } shapes[] = {{1, 8},      {1, 4096},  {3, 33},     {4, 8192},     {16, 4096}, {17, 200},
                {5, 1},      {64, 1024}, {200, 4096}, {301, 1001},   {2, 70001},
-               {1, 262144}}; /* 512 KB of bf16: LL on 2 ranks, one row traded over 64 blocks */
+               {1, 262144}, /* 512 KB of bf16: LL on 2 ranks, one row traded over 64 blocks */
+               {32, 8192}}; /* 512 KB of bf16: LL past the budget on 4 ranks (a fused norm) */
 
 static double unit_roundoff(hiar_dtype_t t)
 {

@@ -782,6 +782,57 @@ Test(plan, tuned_device_paths)
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)STAGED(HIER)), HIAR_TUNE_DEV_BUILTIN);
 }
 
+/*
+ * A fused RMSNorm (in.norm) takes one group's LL kernel over its whole
+ * packet area, past the budget where plain calls take push (its fused
+ * alternative, the rows kernel, is slower there); the group over the host
+ * alike; the step between groups and tuning's choices (timed on plain
+ * calls) are not its; HIAR_ONESHOT_MAX and pinned host memory win.
+ */
+Test(plan, norm_takes_ll_over_the_packet_area)
+{
+    unsigned char dev[HIAR_TUNE_DEV_NSIZES];
+    hiar_plan_input_t in = {0};
+    hiar_plan_limits_t plain, norm;
+
+    in.nranks = 4;
+    in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = in.device_nshards = 4;
+    in.device = in.ipc = 1;
+    in.ipc_ll_max = 512 * K;
+    in.bytes = 512 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "plain: the budget (256 KB on 4)");
+    in.norm = 1;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "%s", hiar_plan_name(hiar_plan_choose(&in)));
+    in.bytes = 512 * K + 16;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "never past the packet area");
+    in.bytes = 512 * K;
+    memset(dev, HIAR_TUNE_DEV_PUSH, sizeof(dev));
+    in.tuned_device = dev;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "tuning is for plain calls");
+    in.tuned_device_n = 0;
+    in.oneshot_max = 64 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "HIAR_ONESHOT_MAX wins");
+    in.oneshot_max = 0;
+    in.pinned = 1;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "over pinned memory: 16 KB");
+    in.pinned = 0;
+    /* over 2 groups: the group over the host takes it; the step between groups keeps its limit */
+    in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = in.device_nshards = 2;
+    in.hier_ready = in.between_gpu = 1;
+    in.flat_nranks = 4;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)FLAT(ONESHOT, LL)), "%s", hiar_plan_name(hiar_plan_choose(&in)));
+    in.norm = 0;
+    cr_expect(hiar_plan_choose(&in).via == HIAR_VIA_DEVICE, "plain: the hierarchical paths");
+    hiar_plan_limits(&in, &plain);
+    in.norm = 1;
+    hiar_plan_limits(&in, &norm);
+    cr_expect_eq(norm.device_hier_ll_max, plain.device_hier_ll_max);
+    cr_expect_eq(norm.device_flat_max, 512 * K);
+}
+
 /* The shm slot by the largest host group (HIAR_BUFFER_SIZE wins): the segment stays within 16 MB. */
 Test(plan, shm_slot_by_group_size)
 {
