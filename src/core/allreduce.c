@@ -108,7 +108,8 @@ static hiar_result_t plan(const hiar_comm_t *comm, hiar_call_t *c)
     hiar_plan_input_t in;
 
     hiar_comm_plan_input(comm, c->device, hiar_call_bytes(c), &in);
-    in.norm = c->norm != NULL;
+    /* Only where the LL kernel can fuse it (rows of whole packets: cuda/norm.cu); else plain LL's limit. */
+    in.norm = c->norm && c->norm->hidden * c->esize % 16 == 0;
     if (c->device)
         HIAR_CHECK(hiar_comm_plan_captured(comm, c->stream, &in));
     c->plan = hiar_plan_choose(&in);

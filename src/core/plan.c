@@ -158,6 +158,7 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
     p.chunk = hiar_ipc_hier_chunk(l->ipc_slot, in->device_nshards);
     shard.nranks = in->ngroups;
+    shard.norm = 0; /* no norm fuses into the step between groups (ll_limit) */
     /* The pull kernel serves one group's own call only (the counterparts' exchange pushes). */
     shard.algo = oneshot ? HIAR_ALGO_ONESHOT : in->algo;
     shard.bytes = ((in->bytes < p.chunk ? in->bytes : p.chunk) + (size_t)in->device_nshards - 1) /

@@ -831,6 +831,24 @@ Test(plan, norm_takes_ll_over_the_packet_area)
     hiar_plan_limits(&in, &norm);
     cr_expect_eq(norm.device_hier_ll_max, plain.device_hier_ll_max);
     cr_expect_eq(norm.device_flat_max, 512 * K);
+    /* 8 ranks as 4 groups, no group over the host: the kernel between groups is a plain call's (push at 800 KB
+     * of 400 KB shards over 4 counterparts: past their LL budget of 256 KB) */
+    in.nranks = 8;
+    in.ngroups = in.host_ngroups = 4;
+    in.flat_nranks = 0;
+    in.bytes = 800 * K;
+    for (int mixed = 0; mixed < 2; mixed++) {
+        hiar_plan_t p[2];
+        in.mixed = mixed;
+        in.between_slot = mixed ? 64 * M : 0;
+        for (int n = 0; n < 2; n++) {
+            in.norm = n;
+            p[n] = hiar_plan_choose(&in);
+        }
+        cr_expect(same(p[1], p[0]), "mixed %d: %s with a norm, %s without", mixed, hiar_plan_name(p[1]),
+                  hiar_plan_name(p[0]));
+        cr_expect_neq(p[0].between, HIAR_KERNEL_LL, "mixed %d: %s", mixed, hiar_plan_name(p[0]));
+    }
 }
 
 /* The shm slot by the largest host group (HIAR_BUFFER_SIZE wins): the segment stays within 16 MB. */
