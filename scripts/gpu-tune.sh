@@ -13,6 +13,9 @@
 #   3. tests/mpi/tune-np2.test and tune-np4.test; device: a canary made to
 #      fail (HIAR_TUNE_TEST_FAIL=ipc-pull) drops that path, and a rank made to
 #      see LL 1000x slower (HIAR_TUNE_TEST_SKEW=1:1000) moves every rank's choice
+#   4. device: the pinned-host transport beside CUDA IPC (tuning's "pinned"),
+#      np 2 and 4: its canary made to fail, then a cache naming it at every
+#      size: test_gpu --quick, the PLAN trace, and against the built-in paths
 # Several ranks on one GPU need CUDA MPS running (CUDA_MPS_* passed on where set).
 # TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3") and TUNE_ROUNDS (3) cut it down.
 # Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
@@ -43,6 +46,12 @@ compare() {
                   mark = t / b <= 1.03 ? "" : path[s] == "builtin" ? "  (same path: noise)" : "  SLOWER"
                   printf "  %10s %12.2f %12.2f %8.3f  %s%s\n", s, b, t, t / b, path[s], mark } }' \
         "$1" | sort -n | tee -a "$out/summary.txt"
+}
+# Rewrites cache $1's choice lines named in $2 ("device", "device-graph") to path $3 at every size of the ladder.
+force_cache() {
+    awk -v lines="$2" -v path="$3" 'BEGIN { split(lines, l, " "); for (i in l) want[l[i]] = 1 }
+        ($1 in want) { line = $1; for (i = 0; i < 11; i++) line = line " " path; print line; next } { print }' \
+        "$1" >"$1.new" && mv "$1.new" "$1"
 }
 modes=host
 nvidia-smi -L >/dev/null 2>&1 && modes="host device"
@@ -99,8 +108,7 @@ if [[ $modes == *device* ]]; then
     echo "== device-graph choices from the cache: ipc-pull in graphs only" | tee -a "$out/summary.txt"
     cache=$out/cache-graph.txt
     HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench 2 "" -m device --tune >"$out/tune-graph.log" 2>&1
-    awk '/^device /{ n = NF - 1; line = "device-graph"; for (i = 0; i < n; i++) line = line " ipc-pull"; print;
-                     print line; next } /^device-graph /{ next } { print }' "$cache" >"$cache.new" && mv "$cache.new" "$cache"
+    force_cache "$cache" device-graph ipc-pull
     grep -E "^device" "$cache" | tee -a "$out/summary.txt"
     HIAR_TUNE_CACHE=$cache timeout 200 mpirun --oversubscribe --bind-to none -np 2 -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS \
         $mps ./tests/gpu/test_gpu --quick >"$out/graph-choice-tests.log" 2>&1
@@ -111,6 +119,47 @@ if [[ $modes == *device* ]]; then
             -d bfloat16 --impl hiar -b 1K -e 4M -f 4 -n 5 -w 1 $g >"$out/graph-choice-bench$g.log" 2>&1
         echo "  hiar-bench ${g:-eager}: $(grep -c 'ipc-pull' "$out/graph-choice-bench$g.log") PLAN lines name ipc-pull," \
             "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/graph-choice-bench$g.log") sizes with 0 wrong" | tee -a "$out/summary.txt"
+    done
+fi
+if [[ $modes == *device* ]]; then
+    # The pinned-host transport beside CUDA IPC (tuning's "pinned"): tuned with it as a candidate (its column in
+    # the tables), its canary made to fail, then a cache naming it at every size, eager and in graphs: test_gpu
+    # through it, the PLAN trace naming pinned-*, and side by side with the built-in paths (CUDA IPC) in one run.
+    echo "== device canary made to fail: HIAR_TUNE_TEST_FAIL=pinned" | tee -a "$out/summary.txt"
+    HIAR_TUNE_CACHE=$out/cache-pinned-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=pinned bench 2 "" -m device --tune \
+        >"$out/tune-pinned-fail.log" 2>&1
+    grep -E "WARN|device paths tuned|beside CUDA IPC" "$out/tune-pinned-fail.log" | head -5 | tee -a "$out/summary.txt"
+    for np in 2 4; do
+        cache=$out/cache-pinned-np$np.txt
+        echo "== np $np: tuning with pinned, then pinned at every size from the cache" | tee -a "$out/summary.txt"
+        HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench "$np" "" -m device --tune >"$out/tune-pinned-np$np.log" 2>&1
+        grep -E "beside CUDA IPC|device paths tuned|bytes .*pinned|^ +[0-9]+ " "$out/tune-pinned-np$np.log" |
+            tee -a "$out/summary.txt"
+        force_cache "$cache" "device device-graph" pinned
+        # shellcheck disable=SC2086
+        HIAR_TUNE_CACHE=$cache timeout 300 mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_TUNE_CACHE \
+            -x HIAR_TIMEOUT_MS $mps ./tests/gpu/test_gpu --quick >"$out/pinned-tests-np$np.log" 2>&1
+        echo "-> test_gpu --quick: exit $?; $(grep -E 'passed' "$out/pinned-tests-np$np.log" | tail -n 1)" |
+            tee -a "$out/summary.txt"
+        for g in "" --graph; do
+            # shellcheck disable=SC2086
+            HIAR_TUNE_CACHE=$cache HIAR_DEBUG=TRACE HIAR_DEBUG_SUBSYS=PLAN,INIT,IPC timeout 100 mpirun --oversubscribe \
+                --bind-to none -np "$np" -x HIAR_TUNE_CACHE -x HIAR_DEBUG -x HIAR_DEBUG_SUBSYS $mps ./bench/hiar-bench \
+                -m device -d bfloat16 --impl hiar -b 1K -e 64M -f 4 -n 5 -w 1 $g >"$out/pinned-bench-np$np$g.log" 2>&1
+            echo "  hiar-bench ${g:-eager}: $(grep -c 'pinned-' "$out/pinned-bench-np$np$g.log") PLAN lines name" \
+                "pinned-*, $(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/pinned-bench-np$np$g.log") sizes with 0 wrong" |
+                tee -a "$out/summary.txt"
+        done
+        for l in "-d bfloat16 -b 1K -e 256M -f 4" "-d bfloat16 -b 1K -e 16M -f 4 --graph"; do
+            csv=$out/side-pinned-np$np-$(echo "$l" | tr -d ' -').csv
+            for t in 0 auto 0 auto; do
+                # shellcheck disable=SC2086
+                HIAR_TUNE=$t HIAR_TUNE_CACHE=$cache bench "$np" "" -m device --impl hiar $l -n 50 -w 5 --csv \
+                    2>>"$out/side-pinned-np$np.log" | sed "s/^/$t,/" >>"$csv"
+            done
+            echo "  np $np $l: built-in (CUDA IPC) against pinned host memory" | tee -a "$out/summary.txt"
+            compare "$csv" "$(seq 0 10 | awk '{ printf "%d:pinned ", 1024 * 4 ^ $1 }')"
+        done
     done
 fi
 for t in tune-np2 tune-np4; do

@@ -29,7 +29,8 @@ typedef enum {
     HIAR_VIA_HOST,   /* host buffers: the host side's transport (shm) */
     HIAR_VIA_DEVICE, /* device buffers: the device side's transport (CUDA IPC, or self) */
     HIAR_VIA_STAGED, /* device buffers through pinned host memory and the host side */
-    HIAR_VIA_FLAT    /* device buffers: one CUDA IPC group over every rank of the host (core/gpu.h) */
+    HIAR_VIA_FLAT,   /* device buffers: one CUDA IPC group over every rank of the host (core/gpu.h) */
+    HIAR_VIA_PINNED  /* device buffers: the one group's pinned-host transport beside its CUDA IPC (core/gpu.h alt) */
 } hiar_via_t;
 
 /* Kernel of a call in a group on CUDA IPC (and of the step between groups); NONE elsewhere. */

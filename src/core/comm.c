@@ -186,6 +186,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->hosts_async = comm->gpu->hosts != NULL;
         in->mixed = comm->gpu->mixed;
         in->flat_nranks = comm->gpu->flat.tp ? comm->gpu->flat.tier.local_size : 0;
+        in->pinned_alt = comm->gpu->alt.tp != NULL;
         in->flat_max = (size_t)hiar_comm_param(comm, HIAR_P_FLAT_MAX);
     }
 #else

@@ -165,6 +165,11 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
              comm->gpu->hosts_why[0] ? comm->gpu->hosts_why : "on the calling thread, blocking");
     else
         EMIT(out, "  device paths: staged through host memory along the host groups");
+    if (comm->gpu->alt.why[0])
+        EMIT(out, "  device pinned-host transport beside CUDA IPC: %s%s", comm->gpu->alt.why,
+             comm->gpu->alt.tp ? "; its kernels (pinned-ll, pinned-push, pinned-twoshot) take the sizes where tuning "
+                                 "chose pinned"
+                               : "");
     if (in.ngroups > 1 && l.device_flat_max)
         EMIT(out, "  device group over the host: %d ranks, %s; messages up to %zu bytes take its kernels "
                   "(flat-ll, or flat-push and flat-twoshot above its LL limit), larger ones the paths above "

@@ -132,12 +132,12 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
  * The device group's transport: CUDA IPC, else pinned host memory (first
  * with HIAR_PINNED=1), or self alone; and the staged one.
  */
-static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int all_gpu, int on_gpu)
+static hiar_result_t connect_transports(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 {
     static const hiar_transport_t *const candidates[] = {&hiar_transport_ipc, &hiar_transport_pinned,
                                                          &hiar_transport_self};
     int pinned = (int)env->params->v[HIAR_P_PINNED].num;
-    hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
+    const hiar_transport_config_t cfg = gpu->cfg;
     char why[64];
 
     /* One that cannot be set up falls back to the next, then staging (its why says so): not a failure of the comm. */
@@ -219,39 +219,72 @@ static const char *flat_unfit(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
 }
 
 /*
+ * A second side over every rank of mpi as one group, on transport tp; one
+ * that cannot be set up (on every rank alike) leaves the side without a
+ * transport, its communicators gone and its why saying why: not a failure
+ * of the comm (setup_may_fail: logged at INFO).
+ */
+static hiar_result_t connect_whole(MPI_Comm mpi, int rank, int size, hiar_side_t *s, const hiar_transport_t *tp,
+                                   hiar_transport_config_t cfg)
+{
+    hiar_grouping_t g = {0};
+    hiar_result_t rc;
+    int *label = calloc((size_t)size, sizeof(int));
+
+    if (!label)
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a group of all %d ranks (%s)", size, tp->name);
+    rc = hiar_grouping_from_labels(label, size, &g);
+    free(label);
+    HIAR_CHECK(rc);
+    HIAR_CHECK(hiar_tier_init(&s->tier, mpi, rank, &g));
+    cfg.setup_may_fail = 1;
+    (void)hiar_side_connect(s, &tp, 1, &cfg);
+    if (!s->tp) /* on every rank: the setup was agreed; its why stays */
+        hiar_side_free(s, HIAR_TEARDOWN_COLLECTIVE);
+    return HIAR_SUCCESS;
+}
+
+/*
  * The group over the host: CUDA IPC between every pair, with the P2P check
  * (across PCIe switches it may fail: then none, logged at INFO), slots of
  * HIAR_FLAT_SLOT (its default limit takes the LL kernel only).
  */
 static hiar_result_t flat_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int on_gpu)
 {
-    static const hiar_transport_t *const ipc[] = {&hiar_transport_ipc};
     const char *no = flat_unfit(env, gpu);
     hiar_transport_config_t cfg = transport_config(env, gpu, 1, on_gpu);
-    hiar_grouping_t g = {0};
-    hiar_result_t rc;
-    int *label;
 
     if (no) {
         snprintf(gpu->flat.why, sizeof(gpu->flat.why), "none (%s)", no);
         return HIAR_SUCCESS;
     }
-    label = calloc((size_t)env->size, sizeof(int));
-    if (!label)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the group over the host of %d ranks", env->size);
-    rc = hiar_grouping_from_labels(label, env->size, &g);
-    free(label);
-    HIAR_CHECK(rc);
-    HIAR_CHECK(hiar_tier_init(&gpu->flat.tier, env->mpi, env->rank, &g));
     cfg.slot_bytes = cfg.slot_bytes < HIAR_FLAT_SLOT ? cfg.slot_bytes : HIAR_FLAT_SLOT;
-    cfg.probe_may_fail = 1;
-    /* One that cannot be set up (on every rank alike) leaves the hierarchical paths: not a failure of the comm. */
-    (void)hiar_side_connect(&gpu->flat, ipc, 1, &cfg);
-    if (!gpu->flat.tp) /* its communicators go now (on every rank: the setup was agreed); its why stays */
-        hiar_side_free(&gpu->flat, HIAR_TEARDOWN_COLLECTIVE);
+    HIAR_CHECK(connect_whole(env->mpi, env->rank, env->size, &gpu->flat, &hiar_transport_ipc, cfg));
     if (env->rank == 0)
         HIAR_INFO(IPC, "the group over the host: %s", gpu->flat.why);
     return HIAR_SUCCESS;
+}
+
+int hiar_gpu_alt_applies(const hiar_gpu_t *gpu)
+{
+    return gpu && gpu->side.tier.groups.ngroups == 1 && gpu->side.tier.local_size > 1 && hiar_gpu_has_ipc(gpu);
+}
+
+/* Its segment (n x 21 MB for slots of 4 MB) is in /dev/shm only while tuning times it or chose it. */
+hiar_result_t hiar_gpu_alt_setup(hiar_gpu_t *gpu, MPI_Comm mpi, int rank, int size)
+{
+    HIAR_CHECK(connect_whole(mpi, rank, size, &gpu->alt, &hiar_transport_pinned, gpu->cfg));
+    if (rank == 0)
+        HIAR_INFO(IPC, "the pinned-host transport beside CUDA IPC: %s", gpu->alt.why);
+    return HIAR_SUCCESS;
+}
+
+void hiar_gpu_alt_free(hiar_gpu_t *gpu)
+{
+    if (!gpu->alt.tp)
+        return;
+    hiar_side_free(&gpu->alt, HIAR_TEARDOWN_COLLECTIVE);
+    snprintf(gpu->alt.why, sizeof(gpu->alt.why), "timed, not kept: tuning chose it at no size");
 }
 
 static void warn_shared_without_mps(const hiar_gpu_t *gpu)
@@ -274,7 +307,8 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     gpu->mixed = on_gpu > 1;
     HIAR_CHECK(hiar_net_max(env->mpi, &gpu->mixed, 1));
     gpu->mixed &= gpu->side.tier.groups.ngroups > 1;
-    HIAR_CHECK(connect_transports(env, gpu, all_gpu, on_gpu));
+    gpu->cfg = transport_config(env, gpu, all_gpu, on_gpu);
+    HIAR_CHECK(connect_transports(env, gpu));
     HIAR_CHECK(agree_hier_slot(env, gpu));
     HIAR_CHECK(annotate_transports(env, gpu));
     /* One group without IPC makes every group stage through the host paths:
@@ -283,8 +317,7 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     HIAR_CHECK(hiar_net_min(env->mpi, &gpu->hier_ok, 1));
     /* Every rank alone goes over MPI (core/plan.c): no counterparts to connect. */
     if (gpu->hier_ok && gpu->side.tier.groups.ngroups < env->size) {
-        hiar_transport_config_t cfg = transport_config(env, gpu, all_gpu, on_gpu);
-        HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side, gpu->facts, &cfg,
+        HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side, gpu->facts, &gpu->cfg,
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
         /* Groups whose step is not on the GPU take it over MPI. */
@@ -349,6 +382,7 @@ void hiar_gpu_destroy(hiar_gpu_t *gpu, int flags)
     hiar_hosts_free(gpu->hosts);
     hiar_between_free(&gpu->between, flags);
     hiar_side_free(&gpu->flat, flags);
+    hiar_side_free(&gpu->alt, flags);
     if (gpu->side.tp)
         gpu->side.tp->teardown(gpu->side.state, &gpu->side.tier, flags);
     gpu->side.tp = NULL;
@@ -376,6 +410,8 @@ hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)
         HIAR_CHECK(gpu->side.tp->status(gpu->side.state));
     if (gpu && gpu->flat.tp)
         HIAR_CHECK(gpu->flat.tp->status(gpu->flat.state));
+    if (gpu && gpu->alt.tp)
+        HIAR_CHECK(gpu->alt.tp->status(gpu->alt.state));
     if (gpu && gpu->hosts)
         HIAR_CHECK(hiar_hosts_status(gpu->hosts));
     return gpu ? hiar_between_status(&gpu->between) : HIAR_SUCCESS;
@@ -387,6 +423,8 @@ void hiar_gpu_abort(hiar_gpu_t *gpu)
         gpu->side.tp->abort(gpu->side.state);
     if (gpu && gpu->flat.tp)
         gpu->flat.tp->abort(gpu->flat.state);
+    if (gpu && gpu->alt.tp)
+        gpu->alt.tp->abort(gpu->alt.state);
     if (gpu)
         hiar_between_abort(&gpu->between);
     if (gpu && gpu->hosts)

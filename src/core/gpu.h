@@ -32,6 +32,10 @@ typedef struct hiar_gpu {
     /* One CUDA IPC group over every rank of a one-host comm with several groups (HIAR_FLAT), for small
      * messages; tp NULL where there is none, its why saying why. */
     hiar_side_t flat;
+    /* One group on CUDA IPC: the pinned-host transport over its ranks beside it, where tuning times it or
+     * chose it at some size (tp NULL elsewhere; its why says why where it was tried and failed). */
+    hiar_side_t alt;
+    hiar_transport_config_t cfg; /* this rank's group's transport configuration, for alt */
     hiar_hosts_t *hosts;    /* that step over MPI on the progress engine; NULL: blocking (hosts_why) */
     char hosts_why[320];
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */
@@ -70,6 +74,17 @@ int hiar_gpu_has_ipc(const hiar_gpu_t *gpu);
 
 /* Whether its calls run as kernels: CUDA IPC or pinned host memory. */
 int hiar_gpu_has_kernels(const hiar_gpu_t *gpu);
+
+/*
+ * The pinned-host transport beside CUDA IPC (alt): whether this comm can
+ * have it (one group of several ranks on CUDA IPC; a value every rank
+ * shares), and its setup, collective over mpi (the comm's): a failure
+ * (locked-memory limit, a full /dev/shm) only leaves alt without a
+ * transport, logged at INFO.  alt_free: collective, it goes.
+ */
+int hiar_gpu_alt_applies(const hiar_gpu_t *gpu);
+hiar_result_t hiar_gpu_alt_setup(hiar_gpu_t *gpu, MPI_Comm mpi, int rank, int size);
+void hiar_gpu_alt_free(hiar_gpu_t *gpu);
 
 /* HIAR_TIMEOUT once a kernel gave up waiting; HIAR_SUCCESS otherwise (gpu may be NULL). */
 hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu);

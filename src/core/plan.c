@@ -11,16 +11,18 @@ const char *hiar_plan_name(hiar_plan_t p)
         {"ipc-oneshot", "ipc-twoshot", "hier (GPU)", "hier-oneshot (GPU)", "mpi (GPU)"},
         {"staged oneshot", "staged twoshot", "staged hier", "staged hier-oneshot", "staged mpi"}};
     static const char *const kernels[][5] = {{"", "ipc-ll", "ipc-push", "ipc-twoshot", "ipc-pull"},
-                                             {"", "flat-ll", "flat-push", "flat-twoshot", "flat-pull"}};
+                                             {"", "flat-ll", "flat-push", "flat-twoshot", "flat-pull"},
+                                             {"", "pinned-ll", "pinned-push", "pinned-twoshot", "pinned-pull"}};
+    int side = p.via == HIAR_VIA_FLAT ? 1 : p.via == HIAR_VIA_PINNED ? 2 : 0; /* a second side of the device's */
 
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : p.kernel == HIAR_KERNEL_TWOSHOT ? "ipc-hier-twoshot"
                                                                                                 : "ipc-hier";
     if (p.blocks_log2) /* tuning's block counts: the name is the candidate's */
         return hiar_tune_dev_name(hiar_plan_tune_candidate(p));
-    if ((p.via == HIAR_VIA_DEVICE || p.via == HIAR_VIA_FLAT) && p.kernel != HIAR_KERNEL_NONE)
-        return kernels[p.via == HIAR_VIA_FLAT][p.kernel];
-    return algs[p.via == HIAR_VIA_FLAT ? HIAR_VIA_DEVICE : p.via][p.alg];
+    if ((p.via == HIAR_VIA_DEVICE || side) && p.kernel != HIAR_KERNEL_NONE)
+        return kernels[side][p.kernel];
+    return algs[side ? HIAR_VIA_DEVICE : p.via][p.alg];
 }
 
 int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
@@ -177,6 +179,26 @@ static hiar_plan_t choose_between(const hiar_plan_input_t *in, const hiar_plan_l
     return p;
 }
 
+/*
+ * The kernel one group of nranks takes on a second side of the device's
+ * (via): the group over the host, or this group's pinned-host transport
+ * beside its CUDA IPC (pinned: its LL limit).  Chosen only under
+ * HIAR_ALGO=auto.
+ */
+static hiar_plan_t choose_on(const hiar_plan_input_t *in, hiar_via_t via, int nranks, int pinned)
+{
+    hiar_plan_input_t other = *in;
+    hiar_plan_limits_t l;
+    hiar_plan_t p;
+
+    other.nranks = nranks;
+    other.pinned = pinned;
+    hiar_plan_limits(&other, &l);
+    p = choose_ipc(&other, &l);
+    p.via = via;
+    return p;
+}
+
 /* Tuning's path for this message (BUILTIN where none): the automatic choice only, never over a forced limit. */
 static int tuned_choice(const hiar_plan_input_t *in)
 {
@@ -188,7 +210,7 @@ static int tuned_choice(const hiar_plan_input_t *in)
 }
 
 /* One group's kernel: tuning's where the group can run it at this size (LL within its packet area, pull
- * over CUDA IPC only), else by size. */
+ * over CUDA IPC only, pinned where the group has that transport too), else by size. */
 static hiar_plan_t choose_ipc_tuned(const hiar_plan_input_t *in, const hiar_plan_limits_t *l)
 {
     static const hiar_kernel_t kernel[HIAR_TUNE_DEV_COUNT] = {
@@ -199,6 +221,8 @@ static hiar_plan_t choose_ipc_tuned(const hiar_plan_input_t *in, const hiar_plan
     hiar_kernel_t k = kernel[tuned];
     hiar_plan_t p;
 
+    if (tuned == HIAR_TUNE_DEV_PINNED && in->pinned_alt)
+        return choose_on(in, HIAR_VIA_PINNED, in->nranks, 1);
     if (k == HIAR_KERNEL_NONE || (k == HIAR_KERNEL_LL && in->bytes > in->ipc_ll_max) ||
         (k == HIAR_KERNEL_PULL && in->pinned))
         return choose_ipc(in, l);
@@ -215,6 +239,8 @@ int hiar_plan_tune_candidate(hiar_plan_t p)
 
     if (p.via == HIAR_VIA_FLAT)
         return HIAR_TUNE_DEV_FLAT;
+    if (p.via == HIAR_VIA_PINNED)
+        return HIAR_TUNE_DEV_PINNED;
     if (p.via != HIAR_VIA_DEVICE)
         return HIAR_TUNE_DEV_BUILTIN;
     if (p.alg == HIAR_ALG_HIER || p.alg == HIAR_ALG_HIER_ONESHOT)
@@ -226,21 +252,9 @@ int hiar_plan_tune_candidate(hiar_plan_t p)
 
 int hiar_plan_nshards(const hiar_plan_input_t *in, hiar_plan_t p)
 {
-    return p.via == HIAR_VIA_DEVICE ? in->device_nshards : p.via == HIAR_VIA_FLAT ? in->flat_nranks : in->host_nshards;
-}
-
-/* The one group over the host: the kernel one group of flat_nranks would take (chosen only under HIAR_ALGO=auto). */
-static hiar_plan_t choose_flat(const hiar_plan_input_t *in)
-{
-    hiar_plan_input_t flat = *in;
-    hiar_plan_limits_t l;
-    hiar_plan_t p;
-
-    flat.nranks = in->flat_nranks;
-    hiar_plan_limits(&flat, &l);
-    p = choose_ipc(&flat, &l);
-    p.via = HIAR_VIA_FLAT;
-    return p;
+    return p.via == HIAR_VIA_DEVICE || p.via == HIAR_VIA_PINNED ? in->device_nshards
+           : p.via == HIAR_VIA_FLAT                              ? in->flat_nranks
+                                                                 : in->host_nshards;
 }
 
 /*
@@ -266,7 +280,7 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     tuned = in->flat_max ? HIAR_TUNE_DEV_BUILTIN : tuned_choice(in);
     if (in->ngroups > 1 && in->algo == HIAR_ALGO_AUTO && in->flat_nranks &&
         (tuned == HIAR_TUNE_DEV_FLAT || (tuned != HIAR_TUNE_DEV_HIER && in->bytes <= l.device_flat_max)))
-        return choose_flat(in);
+        return choose_on(in, HIAR_VIA_FLAT, in->flat_nranks, in->pinned);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
         return choose_between(in, &l);
     /* On the progress engine the kernels' path never waits on the host: every size takes it. */

@@ -93,6 +93,8 @@ typedef struct {
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
     int norm;           /* the call fuses an RMSNorm (hiar_allreduce_rmsnorm): core/plan.c ll_limit */
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
+    int pinned_alt;     /* device buffers, one group: its pinned-host transport beside CUDA IPC (agreed), for tuning's
+                         * "pinned"; 0: none, and such a choice is not taken */
     int tuned;          /* the next two hold tuning's crossovers (core/tune.h: the same on every rank) */
     size_t tuned_shm_oneshot_max, tuned_hier_oneshot_max; /* host buffers; 0: never one-shot */
     /* Device buffers: tuning's path per size of its ladder (core/tune_cache.h hiar_tune_dev_t), for the

@@ -62,15 +62,23 @@ hiar_result_t hiar_run_host(void *arg, const hiar_call_t *c)
 }
 
 #ifdef HIAR_HAVE_CUDA
+/* The side whose transport runs a one-group device plan: a second one (the group over the host, the pinned-host
+ * transport beside CUDA IPC) or the device grouping's. */
+static hiar_side_t *side_of(hiar_gpu_t *gpu, hiar_via_t via)
+{
+    return via == HIAR_VIA_FLAT ? &gpu->flat : via == HIAR_VIA_PINNED ? &gpu->alt : &gpu->side;
+}
+
 /* A two-shot call into registered memory on every rank of the group writes straight into the peers' outputs. */
 static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 {
     hiar_gpu_t *gpu = comm->gpu;
+    hiar_side_t *side = side_of(gpu, c->plan.via);
     hiar_call_t call = *c;
     hiar_ipc_direct_t direct;
 
-    if (c->plan.via == HIAR_VIA_FLAT)
-        return gpu->flat.tp->run(gpu->flat.state, &gpu->flat.tier, c, HIAR_STEP_ALLREDUCE);
+    if (side != &gpu->side)
+        return side->tp->run(side->state, &side->tier, c, HIAR_STEP_ALLREDUCE);
     if ((c->plan.alg == HIAR_ALG_HIER || c->plan.alg == HIAR_ALG_HIER_ONESHOT) && c->plan.kernel != HIAR_KERNEL_NONE)
         return hiar_hier_device_fused(comm, c);
     if (c->plan.alg == HIAR_ALG_HIER)
@@ -85,7 +93,7 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT)
+    if (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT || c->plan.via == HIAR_VIA_PINNED)
         return run_device(comm, c);
     if (c->plan.via == HIAR_VIA_STAGED && comm->gpu)
         return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
@@ -106,10 +114,10 @@ static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 #ifdef HIAR_HAVE_CUDA
     const hiar_side_t *side;
 
-    if ((c->plan.via != HIAR_VIA_DEVICE && c->plan.via != HIAR_VIA_FLAT) ||
+    if ((c->plan.via != HIAR_VIA_DEVICE && c->plan.via != HIAR_VIA_FLAT && c->plan.via != HIAR_VIA_PINNED) ||
         (c->plan.alg != HIAR_ALG_ONESHOT && c->plan.alg != HIAR_ALG_TWOSHOT))
         return 0;
-    side = c->plan.via == HIAR_VIA_FLAT ? &comm->gpu->flat : &comm->gpu->side;
+    side = side_of(comm->gpu, c->plan.via);
     return hiar_transport_runs_kernels(side->tp) && hiar_ipc_norm_fuses(side->state, c);
 #else
     (void)comm;

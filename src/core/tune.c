@@ -262,7 +262,7 @@ static hiar_result_t load(hiar_comm_t *comm, const char *sig)
     }
     t->limits = got.limits;
     t->from = HIAR_TUNED_CACHE;
-    return HIAR_SUCCESS;
+    return hiar_tune_device_loaded(comm);
 }
 
 /* The host crossover, timed (x NULL: none to time; the built-in limits stand). */

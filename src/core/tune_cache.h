@@ -9,8 +9,9 @@
  * (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
  * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT); device buffers' path per
  * size of their own ladder: one group's kernel (LL, push, pull, two-shot
- * with its blocks by size, half or twice as many), or over groups the group
- * over the host against the hierarchical paths.
+ * with its blocks by size, half or twice as many, or the pinned-host
+ * transport's kernel beside CUDA IPC), or over groups the group over the
+ * host against the hierarchical paths.
  */
 #ifndef HIAR_CORE_TUNE_CACHE_H
 #define HIAR_CORE_TUNE_CACHE_H
@@ -50,6 +51,9 @@ typedef enum {
     /* several groups on one host: the group over the host (its kernel by size), or the hierarchical paths */
     HIAR_TUNE_DEV_FLAT,
     HIAR_TUNE_DEV_HIER,
+    /* one group with CUDA IPC: its kernel by size over pinned host memory instead (core/gpu.h alt), where
+     * P2P works but is slower than the GPUs' links to host memory (P2P through a CPU's root complex) */
+    HIAR_TUNE_DEV_PINNED,
     HIAR_TUNE_DEV_COUNT
 } hiar_tune_dev_t;
 

@@ -1,8 +1,9 @@
 /*
  * Tuning of device buffers at creation: every path the plan can take at a
  * size of the device ladder (one group's LL, push, pull and two-shot
- * kernels, two-shot also with half and twice its blocks; over groups, the group over the host against the hierarchical
- * paths) checked on a small sum, timed on bfloat16 and float32, eagerly and
+ * kernels, two-shot also with half and twice its blocks, and on CUDA IPC
+ * the kernels over pinned host memory; over groups, the group over the
+ * host against the hierarchical paths) checked on a small sum, timed on bfloat16 and float32, eagerly and
  * as replays of a captured CUDA graph, agreed, and chosen per mode where
  * faster on both dtypes (core/tune_cache.h).
  */
@@ -275,6 +276,8 @@ static int candidates(const hiar_comm_t *comm, int *cand)
     cand[n++] = HIAR_TUNE_DEV_TWOSHOT;
     cand[n++] = HIAR_TUNE_DEV_TWOSHOT_HALF;
     cand[n++] = HIAR_TUNE_DEV_TWOSHOT_DOUBLE;
+    if (comm->gpu->alt.tp)
+        cand[n++] = HIAR_TUNE_DEV_PINNED;
     return n;
 }
 
@@ -338,13 +341,26 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
     return hiar_tune_agree(comm->mpi, &t->us[0][0][0][0], N, start, seconds);
 }
 
+/* Whether the choices of some mode name candidate k at some size. */
+static int chooses(const hiar_tune_limits_t *l, int k)
+{
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        if (memchr(l->device[m], k, (size_t)l->device_n))
+            return 1;
+    return 0;
+}
+
 hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
 {
     size_t bytes = hiar_tune_dev_size(HIAR_TUNE_DEV_NSIZES - 1);
     void *send = NULL, *recv = NULL;
-    hiar_result_t rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &send);
+    hiar_result_t rc;
     int ok;
 
+    /* Where P2P works, the kernels over pinned host memory are a candidate too (core/gpu.h alt). */
+    if (hiar_gpu_alt_applies(comm->gpu))
+        HIAR_CHECK(hiar_gpu_alt_setup(comm->gpu, comm->mpi, comm->rank, comm->size));
+    rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &send);
     if (rc == HIAR_SUCCESS)
         rc = hiar_cuda_mem_alloc(comm->gpu->device, bytes, &recv);
     if (rc == HIAR_SUCCESS) /* zeros: no bf16 bit pattern the LL kernels' marks could mistake */
@@ -358,12 +374,35 @@ hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
                         "timings could not be allocated on some rank", bytes);
     hiar_cuda_mem_free(send);
     hiar_cuda_mem_free(recv);
-    if (rc != HIAR_SUCCESS || !ok)
+    if (rc != HIAR_SUCCESS) /* the comm fails: its teardown takes the pinned-host side too */
         return rc;
-    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+    for (int m = 0; ok && m < HIAR_TUNE_DEV_NMODES; m++)
         hiar_tune_dev_choose(&comm->tune.dev, m, comm->tune.limits.device[m]);
-    comm->tune.limits.device_n = comm->tune.dev.nsizes;
-    comm->tune.dev_measured = 1;
+    if (ok) {
+        comm->tune.limits.device_n = comm->tune.dev.nsizes;
+        comm->tune.dev_measured = 1;
+    }
+    /* Alike on every rank (one agreed table, or none): the pinned-host side stays only where chosen. */
+    if (!chooses(&comm->tune.limits, HIAR_TUNE_DEV_PINNED))
+        hiar_gpu_alt_free(comm->gpu);
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_tune_device_loaded(hiar_comm_t *comm)
+{
+    /* The choices are rank 0's cache, broadcast: every rank asks alike. */
+    int applies = chooses(&comm->tune.limits, HIAR_TUNE_DEV_PINNED);
+
+    if (!applies)
+        return HIAR_SUCCESS;
+    applies = hiar_gpu_alt_applies(comm->gpu);
+    HIAR_CHECK(hiar_net_min(comm->mpi, &applies, 1));
+    if (applies)
+        HIAR_CHECK(hiar_gpu_alt_setup(comm->gpu, comm->mpi, comm->rank, comm->size));
+    if ((!applies || !comm->gpu->alt.tp) && comm->rank == 0)
+        HIAR_WARN(INIT, "tuning cache %s: its choice of the pinned-host transport is not taken (%s); those sizes "
+                        "take the built-in paths",
+                  comm->tune.path, applies ? comm->gpu->alt.why : "the comm is not one group on CUDA IPC");
     return HIAR_SUCCESS;
 }
 #else
@@ -378,6 +417,12 @@ hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
 {
     (void)comm;
     *seconds = 0;
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_tune_device_loaded(hiar_comm_t *comm)
+{
+    (void)comm;
     return HIAR_SUCCESS;
 }
 #endif

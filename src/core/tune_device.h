@@ -31,4 +31,8 @@ int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len);
 /* Collective: measures comm->tune.dev, fills comm->tune.limits.device; *seconds: how long it took. */
 hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds);
 
+/* Collective, after comm->tune.limits came from a cache: sets up what its device choices need (the pinned-host
+ * transport beside CUDA IPC); where that fails, those choices give way to the built-in ones, with a WARN. */
+hiar_result_t hiar_tune_device_loaded(hiar_comm_t *comm);
+
 #endif

@@ -104,7 +104,7 @@ static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config
     }
     if (rc != HIAR_SUCCESS) {
         snprintf(why, len, "no CUDA IPC: the P2P check failed (%s)", hiar_last_error());
-        if (cfg->probe_may_fail)
+        if (cfg->setup_may_fail)
             HIAR_INFO(IPC, "%s", why);
         else
             HIAR_WARN(IPC, "%s; trying pinned host memory", why);

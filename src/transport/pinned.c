@@ -46,6 +46,15 @@ static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg,
     return rc;
 }
 
+/* A failed setup: WARN, or INFO where another transport serves the group anyway. */
+static void report(const hiar_transport_config_t *cfg, const char *why)
+{
+    if (cfg->setup_may_fail)
+        HIAR_INFO(IPC, "%s", why);
+    else
+        HIAR_WARN(IPC, "%s", why);
+}
+
 static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
                                   size_t len)
 {
@@ -58,7 +67,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
 
     *state = NULL;
     if ((rc = pin_segment(t, bytes, &seg, &dev, why, len)) != HIAR_SUCCESS) {
-        HIAR_WARN(IPC, "%s", why);
+        report(cfg, why);
         return rc;
     }
     for (int p = 0; p < n; p++)
@@ -70,7 +79,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
         rc = hiar_kernels_probe(ipc, t->group_comm);
     if (rc != HIAR_SUCCESS) {
         snprintf(why, len, "staged through host memory: the pinned-host transport failed (%s)", hiar_last_error());
-        HIAR_WARN(IPC, "%s", why);
+        report(cfg, why);
         /* Not collective: a peer whose buffers failed has no state to tear down.  No kernel ran yet. */
         if (ipc)
             hiar_transport_pinned.teardown(ipc, t, 0);

@@ -40,7 +40,9 @@ typedef struct {
     int all_gpu;       /* every rank of the group has a GPU */
     int on_gpu;        /* ranks of the comm on this rank's GPU */
     int mixed;         /* other kernels of the comm (other groups, the step between groups) may run beside ours */
-    int probe_may_fail; /* a failed P2P check is expected (the group over the host, across switches): INFO, no WARN */
+    /* A failed setup is expected (the group over the host's P2P check across switches; the pinned-host
+     * transport tried beside CUDA IPC): INFO, no WARN. */
+    int setup_may_fail;
     /* Kernel transports, once set up: the comm's abort and status words (cuda/api.h); NULL: their own. */
     const struct hiar_cuda_control *control;
     hiar_host_run_t host_run; /* staged: where the copies go */

@@ -27,6 +27,7 @@
 #define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL, 0}
 /* The one group over the host (HIAR_FLAT). */
 #define FLAT(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_FLAT, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
+#define PINNED(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_PINNED, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
 #define HIAR_PLAN_ONESHOT HOST(ONESHOT)
 #define HIAR_PLAN_TWOSHOT HOST(TWOSHOT)
 #define HIAR_PLAN_HIER HOST(HIER)
@@ -780,6 +781,65 @@ Test(plan, tuned_device_paths)
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)FLAT(TWOSHOT, TWOSHOT)), HIAR_TUNE_DEV_FLAT);
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)BETWEEN(PUSH, 1)), HIAR_TUNE_DEV_HIER);
     cr_expect_eq(hiar_plan_tune_candidate((hiar_plan_t)STAGED(HIER)), HIAR_TUNE_DEV_BUILTIN);
+}
+
+/*
+ * Tuning's "pinned" (the pinned-host transport beside CUDA IPC): where the
+ * group has that side (pinned_alt), the kernel one group takes over pinned
+ * host memory (LL to 16 KB, push, two-shot past the 2-rank push limit),
+ * named and mapped back as such; without the side, under a forced limit,
+ * for a fused norm and over groups, the built-in paths.
+ */
+Test(plan, tuned_pinned_beside_ipc)
+{
+    static const struct {
+        size_t bytes;
+        hiar_plan_t want;
+        const char *name;
+    } cases[] = {{4 * K, PINNED(ONESHOT, LL), "pinned-ll"},
+                 {16 * K, PINNED(ONESHOT, LL), "pinned-ll"},
+                 {64 * K, PINNED(ONESHOT, PUSH), "pinned-push"}, /* IPC's LL would take 64 KB */
+                 {4 * M, PINNED(ONESHOT, PUSH), "pinned-push"},
+                 {16 * M, PINNED(TWOSHOT, TWOSHOT), "pinned-twoshot"}};
+    unsigned char dev[HIAR_TUNE_DEV_NSIZES];
+    hiar_plan_input_t in = {0};
+
+    memset(dev, HIAR_TUNE_DEV_PINNED, sizeof(dev));
+    in.nranks = 2;
+    in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = in.device_nshards = 2;
+    in.device = in.ipc = 1;
+    in.ipc_ll_max = 512 * K;
+    in.tuned_device = dev;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hiar_plan_t p;
+        in.bytes = cases[i].bytes;
+        in.pinned_alt = 1;
+        p = hiar_plan_choose(&in);
+        cr_expect(same(p, cases[i].want), "%zu bytes: %s", in.bytes, hiar_plan_name(p));
+        cr_expect_str_eq(hiar_plan_name(p), cases[i].name);
+        cr_expect_eq(hiar_plan_tune_candidate(p), HIAR_TUNE_DEV_PINNED);
+        cr_expect_eq(hiar_plan_nshards(&in, p), 2);
+        in.pinned_alt = 0;
+        p = hiar_plan_choose(&in);
+        cr_expect_eq(p.via, HIAR_VIA_DEVICE, "%zu bytes without the side: %s", in.bytes, hiar_plan_name(p));
+        cr_expect_neq(hiar_plan_tune_candidate(p), HIAR_TUNE_DEV_PINNED);
+    }
+    in.pinned_alt = 1;
+    in.bytes = 64 * K;
+    in.oneshot_max = 32 * K;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "HIAR_ONESHOT_MAX wins");
+    in.oneshot_max = 0;
+    in.algo = HIAR_ALGO_TWOSHOT;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT), "HIAR_ALGO wins");
+    in.algo = HIAR_ALGO_AUTO;
+    in.norm = 1;
+    cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "a fused norm: built-in");
+    in.norm = 0;
+    in.ngroups = in.host_ngroups = 2;
+    in.hier_ready = in.between_gpu = 1;
+    cr_expect_neq(hiar_plan_choose(&in).via, HIAR_VIA_PINNED, "over groups: never");
 }
 
 /*
