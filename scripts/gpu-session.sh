@@ -8,7 +8,8 @@
 # ./gpu-logs), at most 8 files (what the device tool brings back).  $2 picks
 # the part: flat (one group per host, and the MPI step between groups), hier
 # (several groups on one host exchanging on the GPU, the pinned-host
-# transport, a killed rank, compute-sanitizer on those kernels), norm (the fused
+# transport, a killed rank, compute-sanitizer on those kernels), hierblocks
+# (the one kernel over groups under block caps), norm (the fused
 # allreduce + RMSNorm, its tests and the decode benchmark), or all (the
 # default; on one GPU more than one 10-minute call of the device tool).
 set -u
@@ -94,6 +95,27 @@ hier_part() {
     run sanitizer $san --tool racecheck $bench --impl hiar -b 4K -e 4M -f 32 -n 1 -w 0
 }
 
+# The one kernel over groups (ipc-hier-twoshot) with fewer blocks than its cap on a shared GPU (66 for 4
+# ranks on one H200): issue 16's 2-8 MB miss (1.26-1.56x the flat group) may be per-block overhead, as
+# each block moves about 16 KB a step at 4 MB.  HIAR_MAX_BLOCKS caps every two-shot kernel (the flat
+# column's too: compare its default row), alternated over 2 rounds, eager and in graphs.
+hierblocks_part() {
+    local m4="$mpi -np $((2 * np))"
+    mps_start
+    for round in 1 2; do
+        for b in 0 16 24 33 48; do
+            echo "round $round, HIAR_MAX_BLOCKS=$b" >>"$out/bench-hierblocks.log"
+            run bench-hierblocks $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_MAX_BLOCKS=$b $bench --impl hiar --flat \
+                -b 1M -e 16M -f 2 -n 50 -w 5
+        done
+    done
+    for b in 0 16 33; do
+        run bench-hierblocks $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_MAX_BLOCKS=$b $bench --impl hiar --flat \
+            -b 1M -e 16M -f 2 -n 50 -w 5 --graph
+    done
+    mps_stop
+}
+
 # hiar_allreduce_rmsnorm (issue 18): the fused kernels on one group (CUDA IPC and pinned host
 # memory: LL up to the one-shot limit, the rows kernel past it), the unfused paths (several
 # groups, odd rows), eager and in CUDA graphs, the decode benchmark at 2 and 4 ranks, and
@@ -130,6 +152,7 @@ sanitize_flat() {
 case $part in
 flat) flat_part ;;
 hier) hier_part ;;
+hierblocks) hierblocks_part ;;
 norm) norm_part ;;
 *) flat_part; hier_part; norm_part ;;
 esac
