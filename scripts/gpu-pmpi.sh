@@ -4,7 +4,8 @@
 # the environment): libhiar_mpi.so on device buffers, 2 ranks on one GPU.
 #   1. tests/pmpi/pmpi-device.test: every case against host references
 #   2. the bench command, bf16 (user op: forwarded, staged) and float32 (hiar)
-#   3. MPI_Iallreduce of 16 MB beside a 5 ms kernel (tests/pmpi/pmpi_overlap)
+#   3. MPI_Iallreduce of 16 MB beside a 5 ms kernel (tests/pmpi/pmpi_overlap), then
+#      of sizes doubled until the allreduce alone takes as long as the kernel
 #   4. per-call cost: hiar-bench --sync (mpi through the preload against
 #      hiar_allreduce + cudaStreamSynchronize) and tests/pmpi/pmpi_cost.py
 #      (mpi4py on torch CUDA tensors against hiar_allreduce by ctypes)
@@ -28,6 +29,8 @@ for d in bfloat16 float32; do
         ./bench/hiar-bench -m device -d $d --impl hiar,mpi --mpi-device -b 1K -e 16M -n 20 -w 5
 done
 run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" ./tests/pmpi/pmpi_overlap
+# On one GPU 16 MB takes 0.14 ms beside 5 ms: sizes doubled until the allreduce alone is as long as the kernel.
+run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" ./tests/pmpi/pmpi_overlap --mb 64 --match
 run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
     ./bench/hiar-bench -m device -d float32 --impl hiar,mpi --mpi-device --sync -b 1K -e 1M -f 4 -n 500 -w 50
 run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
