@@ -47,10 +47,11 @@ compare() {
                   printf "  %10s %12.2f %12.2f %8.3f  %s%s\n", s, b, t, t / b, path[s], mark } }' \
         "$1" | sort -n | tee -a "$out/summary.txt"
 }
-# Rewrites cache $1's choice lines named in $2 ("device", "device-graph") to path $3 at every size of the ladder.
+# Rewrites cache $1's choice lines named in $2 ("device", "device-graph") to path $3 at every size they hold
+# (as many as tuning timed: both lines must stay as long, or the cache is refused as corrupt).
 force_cache() {
     awk -v lines="$2" -v path="$3" 'BEGIN { split(lines, l, " "); for (i in l) want[l[i]] = 1 }
-        ($1 in want) { line = $1; for (i = 0; i < 11; i++) line = line " " path; print line; next } { print }' \
+        ($1 in want) { line = $1; for (i = 1; i < NF; i++) line = line " " path; print line; next } { print }' \
         "$1" >"$1.new" && mv "$1.new" "$1"
 }
 modes=host

@@ -231,11 +231,15 @@ static hiar_result_t connect_whole(MPI_Comm mpi, int rank, int size, hiar_side_t
     hiar_result_t rc;
     int *label = calloc((size_t)size, sizeof(int));
 
-    if (!label)
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a group of all %d ranks (%s)", size, tp->name);
-    rc = hiar_grouping_from_labels(label, size, &g);
+    rc = label ? hiar_grouping_from_labels(label, size, &g)
+               : hiar_error_set(HIAR_NO_MEMORY, "cannot allocate a group of all %d ranks (%s)", size, tp->name);
     free(label);
-    HIAR_CHECK(rc);
+    /* Agreed: a rank that failed here must not leave the others in the tier's MPI_Comm_split. */
+    rc = hiar_net_agree(mpi, rc, "a group of all ranks");
+    if (rc != HIAR_SUCCESS) {
+        hiar_grouping_free(&g);
+        return rc;
+    }
     HIAR_CHECK(hiar_tier_init(&s->tier, mpi, rank, &g));
     cfg.setup_may_fail = 1;
     (void)hiar_side_connect(s, &tp, 1, &cfg);
@@ -270,7 +274,8 @@ int hiar_gpu_alt_applies(const hiar_gpu_t *gpu)
     return gpu && gpu->side.tier.groups.ngroups == 1 && gpu->side.tier.local_size > 1 && hiar_gpu_has_ipc(gpu);
 }
 
-/* Its segment (n x 21 MB for slots of 4 MB) is in /dev/shm only while tuning times it or chose it. */
+/* Its segment, n x (16.5 + 2n) MB at the default 4 MB slot (41 MB for 2 ranks, 98 for 4, 260 for 8), each rank
+ * pinning all of it, is in /dev/shm only while tuning times it or chose it. */
 hiar_result_t hiar_gpu_alt_setup(hiar_gpu_t *gpu, MPI_Comm mpi, int rank, int size)
 {
     HIAR_CHECK(connect_whole(mpi, rank, size, &gpu->alt, &hiar_transport_pinned, gpu->cfg));
@@ -284,7 +289,7 @@ void hiar_gpu_alt_free(hiar_gpu_t *gpu)
     if (!gpu->alt.tp)
         return;
     hiar_side_free(&gpu->alt, HIAR_TEARDOWN_COLLECTIVE);
-    snprintf(gpu->alt.why, sizeof(gpu->alt.why), "timed, not kept: tuning chose it at no size");
+    gpu->alt.why[0] = '\0'; /* nothing to describe */
 }
 
 static void warn_shared_without_mps(const hiar_gpu_t *gpu)

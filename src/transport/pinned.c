@@ -25,13 +25,21 @@ static void release_segment(void *seg, size_t bytes)
     munmap(seg, bytes);
 }
 
-/* The segment, pinned for CUDA on every rank of the group, or nothing (agreed). */
-static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg, char **dev, char *why, size_t len)
+/* What the group does instead when the transport fails. */
+static const char *instead(const hiar_transport_config_t *cfg)
 {
-    hiar_result_t rc = hiar_segment_map(t->group_comm, t->local, bytes, "the pinned-host transport", seg);
+    return cfg->setup_may_fail ? "not set up" : "staged through host memory";
+}
+
+/* The segment, pinned for CUDA on every rank of the group, or nothing (agreed). */
+static hiar_result_t pin_segment(const hiar_tier_t *t, const hiar_transport_config_t *cfg, size_t bytes, void **seg,
+                                 char **dev, char *why, size_t len)
+{
+    hiar_result_t rc = hiar_segment_map(t->group_comm, t->local, bytes, "the pinned-host transport",
+                                        cfg->setup_may_fail, seg);
 
     if (rc != HIAR_SUCCESS) {
-        snprintf(why, len, "staged through host memory: no shared segment for the pinned-host transport (%s)",
+        snprintf(why, len, "%s: no shared segment for the pinned-host transport (%s)", instead(cfg),
                  hiar_last_error());
         return rc;
     }
@@ -39,9 +47,9 @@ static hiar_result_t pin_segment(const hiar_tier_t *t, size_t bytes, void **seg,
                         "registering the pinned-host transport's segment with CUDA");
     if (rc == HIAR_SUCCESS)
         return HIAR_SUCCESS;
-    snprintf(why, len, "staged through host memory: the pinned-host transport could not pin %zu bytes (%s); raise "
-             "the locked-memory limit (ulimit -l unlimited; docker: --ulimit memlock=-1) or lower HIAR_BUFFER_SIZE",
-             bytes, hiar_last_error());
+    snprintf(why, len, "%s: the pinned-host transport could not pin %zu bytes (%s); raise the locked-memory limit "
+             "(ulimit -l unlimited; docker: --ulimit memlock=-1) or lower HIAR_BUFFER_SIZE",
+             instead(cfg), bytes, hiar_last_error());
     release_segment(*seg, bytes);
     return rc;
 }
@@ -66,7 +74,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
     hiar_result_t rc;
 
     *state = NULL;
-    if ((rc = pin_segment(t, bytes, &seg, &dev, why, len)) != HIAR_SUCCESS) {
+    if ((rc = pin_segment(t, cfg, bytes, &seg, &dev, why, len)) != HIAR_SUCCESS) {
         report(cfg, why);
         return rc;
     }
@@ -78,7 +86,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
     if (rc == HIAR_SUCCESS && (rc = hiar_net_barrier(t->group_comm)) == HIAR_SUCCESS)
         rc = hiar_kernels_probe(ipc, t->group_comm);
     if (rc != HIAR_SUCCESS) {
-        snprintf(why, len, "staged through host memory: the pinned-host transport failed (%s)", hiar_last_error());
+        snprintf(why, len, "%s: the pinned-host transport failed (%s)", instead(cfg), hiar_last_error());
         report(cfg, why);
         /* Not collective: a peer whose buffers failed has no state to tear down.  No kernel ran yet. */
         if (ipc)

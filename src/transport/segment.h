@@ -14,7 +14,8 @@
 
 #include "hiar.h"
 
-/* Collective over group, the same result on every member; `what` names the user in messages. */
-hiar_result_t hiar_segment_map(MPI_Comm group, int me, size_t bytes, const char *what, void **base);
+/* Collective over group, the same result on every member; `what` names the user in messages, logged at WARN
+ * (quiet: INFO, where another transport serves anyway). */
+hiar_result_t hiar_segment_map(MPI_Comm group, int me, size_t bytes, const char *what, int quiet, void **base);
 
 #endif

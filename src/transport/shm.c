@@ -70,7 +70,7 @@ hiar_result_t hiar_shm_create(MPI_Comm group_comm, size_t slot_bytes, hiar_shm_t
         if (s->base)
             memset(s->base, 0, header);
     } else {
-        rc = hiar_segment_map(group_comm, s->me, s->map_bytes, "shm", &s->base);
+        rc = hiar_segment_map(group_comm, s->me, s->map_bytes, "shm", 0, &s->base);
     }
     if (rc != HIAR_SUCCESS) {
         free(s);
