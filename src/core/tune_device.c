@@ -86,7 +86,9 @@ int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t 
 #define DEV_BYTES_PER_ROUND ((size_t)64 << 20)
 #define DEV_ROUNDS 3
 /* Calls per captured graph: replays of 20 calls (of the 3-200 above) take as long as 20 eager ones' GPU time,
- * and its capture and instantiation stay under a millisecond. */
+ * and its capture and instantiation stay under a millisecond.  Large messages, timed in 3 to 20 calls, put
+ * only that many in a graph: 20 calls of 256 MB take 40 ms on 4 ranks of one H200, and the ladder's time
+ * bound stopped it at 64 MB there. */
 #define DEV_GRAPH_CALLS 20
 
 /* Over groups: the group over the host (agreed at its setup); one group: its kernels (agreed in the group, the comm). */
@@ -133,6 +135,7 @@ typedef struct {
     size_t count;
     hiar_dtype_t dtype;
     void *stream;
+    size_t graph_calls; /* calls per captured graph */
 } along_t;
 
 /* One call along a. */
@@ -152,8 +155,10 @@ static hiar_result_t run_along(const along_t *a)
 /* A graph's worth of calls along arg (an along_t), for hiar_cuda_graph_capture. */
 static hiar_result_t run_graph_calls(void *arg)
 {
-    for (int i = 0; i < DEV_GRAPH_CALLS; i++)
-        HIAR_CHECK(run_along(arg));
+    const along_t *a = arg;
+
+    for (size_t i = 0; i < a->graph_calls; i++)
+        HIAR_CHECK(run_along(a));
     return HIAR_SUCCESS;
 }
 
@@ -172,7 +177,7 @@ static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, in
     HIAR_CHECK(hiar_cuda_copy(send, host, sizeof(host), NULL));
     memset(host, 0xff, sizeof(host));
     HIAR_CHECK(hiar_cuda_copy(recv, host, sizeof(host), NULL));
-    HIAR_CHECK(run_along(&(along_t){comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32, NULL}));
+    HIAR_CHECK(run_along(&(along_t){comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32, NULL, 0}));
     HIAR_CHECK(hiar_cuda_copy(host, recv, sizeof(host), NULL));
     *ok = hiar_tune_canary_ok(comm, hiar_tune_dev_name(k), host);
     return HIAR_SUCCESS;
@@ -213,7 +218,7 @@ static hiar_result_t time_rounds(const along_t *a, hiar_result_t (*once)(const a
     return HIAR_SUCCESS;
 }
 
-/* Nanoseconds of replays of a graph of DEV_GRAPH_CALLS calls along a (its capture agreed over the comm). */
+/* Nanoseconds of replays of a graph of a->graph_calls calls along a (its capture agreed over the comm). */
 static hiar_result_t time_graph(const along_t *a, size_t replays, uint64_t *ns)
 {
     void *exec = NULL;
@@ -238,7 +243,7 @@ static hiar_result_t time_along(hiar_comm_t *comm, int m, int k, const void *sen
     hiar_plan_input_t in;
     int taken;
     along_t a = {comm, plan_along(comm, k, bytes, &in, &taken), &in, send, recv, bytes / hiar_dtype_size(dtype),
-                 dtype, stream};
+                 dtype, stream, 0};
     uint64_t ns;
     double mean;
 
@@ -246,9 +251,10 @@ static hiar_result_t time_along(hiar_comm_t *comm, int m, int k, const void *sen
         return HIAR_SUCCESS;
     iters = iters < 3 ? 3 : iters > 200 ? 200 : iters;
     if (m == HIAR_TUNE_DEV_GRAPH) {
-        iters = (iters + DEV_GRAPH_CALLS - 1) / DEV_GRAPH_CALLS;
+        a.graph_calls = iters < DEV_GRAPH_CALLS ? iters : DEV_GRAPH_CALLS;
+        iters = (iters + a.graph_calls - 1) / a.graph_calls;
         HIAR_CHECK(time_graph(&a, iters, &ns));
-        iters *= DEV_GRAPH_CALLS;
+        iters *= a.graph_calls;
     } else
         HIAR_CHECK(time_rounds(&a, eager_call, NULL, iters, &ns));
     mean = (double)ns / 1e3 / (double)iters;
