@@ -489,7 +489,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
 cudaError_t hiar_ipc_launch_hier_twoshot(const hiar_ipc_hier_args_t *h, const hiar_call_t *c)
 {
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
-    unsigned blocks = hiar_blocks_for((bytes < chunk ? bytes : chunk) / (size_t)c->nshards);
+    unsigned blocks = hiar_blocks_scaled((bytes < chunk ? bytes : chunk) / (size_t)c->nshards, c->plan.blocks_log2);
     unsigned max_blocks = h->max_blocks < HIAR_IPC_MAX_BLOCKS ? h->max_blocks : HIAR_IPC_MAX_BLOCKS;
 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {

@@ -13,9 +13,11 @@
 #   3. tests/mpi/tune-np2.test and tune-np4.test; device: a canary made to
 #      fail (HIAR_TUNE_TEST_FAIL=ipc-pull) drops that path, and a rank made to
 #      see LL 1000x slower (HIAR_TUNE_TEST_SKEW=1:1000) moves every rank's choice
-#   4. device: the pinned-host transport beside CUDA IPC (tuning's "pinned"),
-#      np 2 and 4: its canary made to fail, then a cache naming it at every
-#      size: test_gpu --quick, the PLAN trace, and against the built-in paths
+#   4. device: paths no default takes here (FORCED: the pinned-host
+#      transport beside CUDA IPC, "pinned", on 2 and 4 ranks, its canary made
+#      to fail first; the one kernel over groups with half and twice its
+#      blocks, 0,1|2,3): a cache naming one at every size, test_gpu --quick
+#      through it, the PLAN trace, and against the built-in paths
 # Several ranks on one GPU need CUDA MPS running (CUDA_MPS_* passed on where set).
 # TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3") and TUNE_ROUNDS (3) cut it down.
 # Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
@@ -75,7 +77,7 @@ for mode in $modes; do
         fi
         for l in "${ladders[@]}"; do
             csv=$out/side-$name-$(echo "$l" | tr -d ' -').csv
-            for i in $(seq "${TUNE_ROUNDS:-3}"); do
+            for _ in $(seq "${TUNE_ROUNDS:-3}"); do
                 for t in 0 auto; do
                     # shellcheck disable=SC2086
                     HIAR_TUNE=$t bench "$np" "$groups" -m $mode --impl hiar $l -n 100 -w 10 --csv \
@@ -122,45 +124,58 @@ if [[ $modes == *device* ]]; then
             "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/graph-choice-bench$g.log") sizes with 0 wrong" | tee -a "$out/summary.txt"
     done
 fi
+# Tunes NP ranks as GROUPS, then rewrites the cache to PATH at every size, eager and in graphs: test_gpu --quick
+# through it, the PLAN trace naming its calls (PATTERN), and side by side with the built-in paths in one run.
+forced_path() { # PATH NP GROUPS PATTERN
+    local path=$1 np=$2 groups=$3 pattern=$4 name cache csv g l t
+    name=$path-np$np${groups:+-groups}
+    cache=$out/cache-forced-$name.txt
+    echo "== $name: tuning, then $path at every size from the cache" | tee -a "$out/summary.txt"
+    HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench "$np" "$groups" -m device --tune >"$out/tune-forced-$name.log" 2>&1
+    grep -E "beside CUDA IPC|device paths tuned|^ +bytes|^ +[0-9]+ " "$out/tune-forced-$name.log" |
+        tee -a "$out/summary.txt"
+    force_cache "$cache" "device device-graph" "$path"
+    # shellcheck disable=SC2086
+    HIAR_GROUPS=$groups HIAR_TUNE_CACHE=$cache timeout 300 mpirun --oversubscribe --bind-to none -np "$np" \
+        -x HIAR_GROUPS -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS $mps ./tests/gpu/test_gpu --quick \
+        >"$out/tests-forced-$name.log" 2>&1
+    echo "-> test_gpu --quick: exit $?; $(grep -E 'passed' "$out/tests-forced-$name.log" | tail -n 1)" |
+        tee -a "$out/summary.txt"
+    for g in "" --graph; do
+        # shellcheck disable=SC2086
+        HIAR_GROUPS=$groups HIAR_TUNE_CACHE=$cache HIAR_DEBUG=TRACE HIAR_DEBUG_SUBSYS=PLAN,INIT,IPC timeout 100 \
+            mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_GROUPS -x HIAR_TUNE_CACHE -x HIAR_DEBUG \
+            -x HIAR_DEBUG_SUBSYS $mps ./bench/hiar-bench -m device -d bfloat16 --impl hiar -b 1K -e 64M -f 4 -n 5 \
+            -w 1 $g >"$out/bench-forced-$name$g.log" 2>&1
+        echo "  hiar-bench ${g:-eager}: $(grep -c -- "$pattern" "$out/bench-forced-$name$g.log") PLAN lines name" \
+            "$pattern, $(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/bench-forced-$name$g.log") sizes with 0 wrong" |
+            tee -a "$out/summary.txt"
+    done
+    for l in "-d bfloat16 -b 1K -e 256M -f 4" "-d bfloat16 -b 1K -e 16M -f 4 --graph"; do
+        csv=$out/side-forced-$name-$(echo "$l" | tr -d ' -').csv
+        for t in 0 auto 0 auto; do
+            # shellcheck disable=SC2086
+            HIAR_TUNE=$t HIAR_TUNE_CACHE=$cache bench "$np" "$groups" -m device --impl hiar $l -n 50 -w 5 --csv \
+                2>>"$out/side-forced-$name.log" | sed "s/^/$t,/" >>"$csv"
+        done
+        echo "  $name $l: built-in against $path at every size" | tee -a "$out/summary.txt"
+        compare "$csv" "$(seq 0 10 | awk -v p="$path" '{ printf "%d:%s ", 1024 * 4 ^ $1, p }')"
+    done
+}
 if [[ $modes == *device* ]]; then
-    # The pinned-host transport beside CUDA IPC (tuning's "pinned"): tuned with it as a candidate (its column in
-    # the tables), its canary made to fail, then a cache naming it at every size, eager and in graphs: test_gpu
-    # through it, the PLAN trace naming pinned-*, and side by side with the built-in paths (CUDA IPC) in one run.
+    # Candidates no default takes on this machine: the pinned-host transport beside CUDA IPC ("pinned"; its
+    # canary made to fail first) and the one kernel over groups with half and twice its blocks. FORCED lists
+    # PATH:NP:GROUPS to run (space apart).
     echo "== device canary made to fail: HIAR_TUNE_TEST_FAIL=pinned" | tee -a "$out/summary.txt"
     HIAR_TUNE_CACHE=$out/cache-pinned-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=pinned bench 2 "" -m device --tune \
         >"$out/tune-pinned-fail.log" 2>&1
     grep -E "WARN|device paths tuned|beside CUDA IPC" "$out/tune-pinned-fail.log" | head -5 | tee -a "$out/summary.txt"
-    for np in 2 4; do
-        cache=$out/cache-pinned-np$np.txt
-        echo "== np $np: tuning with pinned, then pinned at every size from the cache" | tee -a "$out/summary.txt"
-        HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench "$np" "" -m device --tune >"$out/tune-pinned-np$np.log" 2>&1
-        grep -E "beside CUDA IPC|device paths tuned|bytes .*pinned|^ +[0-9]+ " "$out/tune-pinned-np$np.log" |
-            tee -a "$out/summary.txt"
-        force_cache "$cache" "device device-graph" pinned
-        # shellcheck disable=SC2086
-        HIAR_TUNE_CACHE=$cache timeout 300 mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_TUNE_CACHE \
-            -x HIAR_TIMEOUT_MS $mps ./tests/gpu/test_gpu --quick >"$out/pinned-tests-np$np.log" 2>&1
-        echo "-> test_gpu --quick: exit $?; $(grep -E 'passed' "$out/pinned-tests-np$np.log" | tail -n 1)" |
-            tee -a "$out/summary.txt"
-        for g in "" --graph; do
-            # shellcheck disable=SC2086
-            HIAR_TUNE_CACHE=$cache HIAR_DEBUG=TRACE HIAR_DEBUG_SUBSYS=PLAN,INIT,IPC timeout 100 mpirun --oversubscribe \
-                --bind-to none -np "$np" -x HIAR_TUNE_CACHE -x HIAR_DEBUG -x HIAR_DEBUG_SUBSYS $mps ./bench/hiar-bench \
-                -m device -d bfloat16 --impl hiar -b 1K -e 64M -f 4 -n 5 -w 1 $g >"$out/pinned-bench-np$np$g.log" 2>&1
-            echo "  hiar-bench ${g:-eager}: $(grep -c 'pinned-' "$out/pinned-bench-np$np$g.log") PLAN lines name" \
-                "pinned-*, $(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/pinned-bench-np$np$g.log") sizes with 0 wrong" |
-                tee -a "$out/summary.txt"
-        done
-        for l in "-d bfloat16 -b 1K -e 256M -f 4" "-d bfloat16 -b 1K -e 16M -f 4 --graph"; do
-            csv=$out/side-pinned-np$np-$(echo "$l" | tr -d ' -').csv
-            for t in 0 auto 0 auto; do
-                # shellcheck disable=SC2086
-                HIAR_TUNE=$t HIAR_TUNE_CACHE=$cache bench "$np" "" -m device --impl hiar $l -n 50 -w 5 --csv \
-                    2>>"$out/side-pinned-np$np.log" | sed "s/^/$t,/" >>"$csv"
-            done
-            echo "  np $np $l: built-in (CUDA IPC) against pinned host memory" | tee -a "$out/summary.txt"
-            compare "$csv" "$(seq 0 10 | awk '{ printf "%d:pinned ", 1024 * 4 ^ $1 }')"
-        done
+    for f in ${FORCED:-pinned:2: pinned:4: hier-half:4:0,1|2,3 hier-double:4:0,1|2,3}; do
+        IFS=: read -r path np groups <<<"$f"
+        pattern=pinned-
+        [ "$path" = hier-half ] && pattern=ipc-hier-twoshot-half
+        [ "$path" = hier-double ] && pattern=ipc-hier-twoshot-double
+        forced_path "$path" "$np" "$groups" "$pattern"
     done
 fi
 for t in tune-np2 tune-np4; do

@@ -16,8 +16,11 @@ const char *hiar_plan_name(hiar_plan_t p)
     int side = p.via == HIAR_VIA_FLAT ? 1 : p.via == HIAR_VIA_PINNED ? 2 : 0; /* a second side of the device's */
 
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
-        return p.alg == HIAR_ALG_HIER_ONESHOT ? "ipc-hier-ll" : p.kernel == HIAR_KERNEL_TWOSHOT ? "ipc-hier-twoshot"
-                                                                                                : "ipc-hier";
+        return p.alg == HIAR_ALG_HIER_ONESHOT         ? "ipc-hier-ll"
+               : p.kernel != HIAR_KERNEL_TWOSHOT      ? "ipc-hier"
+               : p.blocks_log2 == 0                   ? "ipc-hier-twoshot"
+               : p.blocks_log2 < 0                    ? "ipc-hier-twoshot-half"
+                                                      : "ipc-hier-twoshot-double";
     if (p.blocks_log2) /* tuning's block counts: the name is the candidate's */
         return hiar_tune_dev_name(hiar_plan_tune_candidate(p));
     if ((p.via == HIAR_VIA_DEVICE || side) && p.kernel != HIAR_KERNEL_NONE)
@@ -244,7 +247,8 @@ int hiar_plan_tune_candidate(hiar_plan_t p)
     if (p.via != HIAR_VIA_DEVICE)
         return HIAR_TUNE_DEV_BUILTIN;
     if (p.alg == HIAR_ALG_HIER || p.alg == HIAR_ALG_HIER_ONESHOT)
-        return HIAR_TUNE_DEV_HIER;
+        return p.blocks_log2 < 0 ? HIAR_TUNE_DEV_HIER_HALF : p.blocks_log2 > 0 ? HIAR_TUNE_DEV_HIER_DOUBLE
+                                                                                : HIAR_TUNE_DEV_HIER;
     if (p.kernel == HIAR_KERNEL_TWOSHOT && p.blocks_log2)
         return p.blocks_log2 < 0 ? HIAR_TUNE_DEV_TWOSHOT_HALF : HIAR_TUNE_DEV_TWOSHOT_DOUBLE;
     return of_kernel[p.kernel];
@@ -268,7 +272,7 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
 {
     hiar_plan_limits_t l;
     hiar_alg_t alg;
-    int tuned;
+    int tuned, hier;
 
     hiar_plan_limits(in, &l);
     if (!in->device)
@@ -278,11 +282,16 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
         return choose_ipc_tuned(in, &l);
     /* The group over the host: up to its limit, or where tuning says (not over a HIAR_FLAT_MAX set). */
     tuned = in->flat_max ? HIAR_TUNE_DEV_BUILTIN : tuned_choice(in);
+    hier = tuned == HIAR_TUNE_DEV_HIER || tuned == HIAR_TUNE_DEV_HIER_HALF || tuned == HIAR_TUNE_DEV_HIER_DOUBLE;
     if (in->ngroups > 1 && in->algo == HIAR_ALGO_AUTO && in->flat_nranks &&
-        (tuned == HIAR_TUNE_DEV_FLAT || (tuned != HIAR_TUNE_DEV_HIER && in->bytes <= l.device_flat_max)))
+        (tuned == HIAR_TUNE_DEV_FLAT || (!hier && in->bytes <= l.device_flat_max)))
         return choose_on(in, HIAR_VIA_FLAT, in->flat_nranks, in->pinned);
-    if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu)
-        return choose_between(in, &l);
+    if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu) {
+        hiar_plan_t p = choose_between(in, &l);
+        if (p.kernel == HIAR_KERNEL_TWOSHOT) /* the one kernel over groups: tuning's block count */
+            p.blocks_log2 = tuned == HIAR_TUNE_DEV_HIER_HALF ? -1 : tuned == HIAR_TUNE_DEV_HIER_DOUBLE ? 1 : 0;
+        return p;
+    }
     /* On the progress engine the kernels' path never waits on the host: every size takes it. */
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready &&
         (in->hosts_async || (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN))) {

@@ -103,7 +103,7 @@ const char *hiar_tune_dev_name(int k)
 {
     static const char *const names[HIAR_TUNE_DEV_COUNT] = {
         "builtin", "ipc-ll", "ipc-push", "ipc-pull", "ipc-twoshot", "ipc-twoshot-half", "ipc-twoshot-double",
-        "flat",    "hier",   "pinned"};
+        "flat",    "hier",   "hier-half", "hier-double", "pinned"};
     return k >= 0 && k < HIAR_TUNE_DEV_COUNT ? names[k] : NULL;
 }
 

@@ -11,7 +11,8 @@
  * size of their own ladder: one group's kernel (LL, push, pull, two-shot
  * with its blocks by size, half or twice as many, or the pinned-host
  * transport's kernel beside CUDA IPC), or over groups the group over the
- * host against the hierarchical paths.
+ * host against the hierarchical paths (the one kernel over groups also
+ * with half and twice its blocks).
  */
 #ifndef HIAR_CORE_TUNE_CACHE_H
 #define HIAR_CORE_TUNE_CACHE_H
@@ -51,6 +52,11 @@ typedef enum {
     /* several groups on one host: the group over the host (its kernel by size), or the hierarchical paths */
     HIAR_TUNE_DEV_FLAT,
     HIAR_TUNE_DEV_HIER,
+    /* ... the one kernel over groups (ipc-hier-twoshot) with half and twice its blocks by size, where the
+     * hierarchical paths take it: on one H200 4 ranks as 0,1|2,3 took 1.42x the flat group's time at 4 MB with
+     * 66 blocks a rank, about 16 KB a block a step */
+    HIAR_TUNE_DEV_HIER_HALF,
+    HIAR_TUNE_DEV_HIER_DOUBLE,
     /* one group with CUDA IPC: its kernel by size over pinned host memory instead (core/gpu.h alt), where
      * P2P works but is slower than the GPUs' links to host memory (P2P through a CPU's root complex) */
     HIAR_TUNE_DEV_PINNED,

@@ -3,7 +3,8 @@
  * size of the device ladder (one group's LL, push, pull and two-shot
  * kernels, two-shot also with half and twice its blocks, and on CUDA IPC
  * the kernels over pinned host memory; over groups, the group over the
- * host against the hierarchical paths) checked on a small sum, timed on bfloat16 and float32, eagerly and
+ * host against the hierarchical paths, their one kernel also with half and
+ * twice its blocks) checked on a small sum, timed on bfloat16 and float32, eagerly and
  * as replays of a captured CUDA graph, agreed, and chosen per mode where
  * faster on both dtypes (core/tune_cache.h).
  */
@@ -91,7 +92,8 @@ int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t 
  * bound stopped it at 64 MB there. */
 #define DEV_GRAPH_CALLS 20
 
-/* Over groups: the group over the host (agreed at its setup); one group: its kernels (agreed in the group, the comm). */
+/* Over groups: the group over the host or the step between groups on the GPU (agreed at their setup); one group:
+ * its kernels (agreed in the group, the comm). */
 int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
 {
     const hiar_gpu_t *gpu = comm->gpu;
@@ -99,9 +101,11 @@ int hiar_tune_device_applies(const hiar_comm_t *comm, char *why, size_t len)
 
     if (hiar_comm_param(comm, HIAR_P_ALGO) != HIAR_ALGO_AUTO || hiar_comm_param(comm, HIAR_P_ONESHOT_MAX))
         snprintf(why, len, "device buffers: HIAR_ALGO or HIAR_ONESHOT_MAX is set");
-    else if (groups && (!gpu->flat.tp || hiar_comm_param(comm, HIAR_P_FLAT_MAX)))
-        snprintf(why, len, "device buffers over groups: %s", gpu->flat.tp ? "HIAR_FLAT_MAX is set"
-                                                                         : "no group over the host");
+    else if (groups && hiar_comm_param(comm, HIAR_P_FLAT_MAX))
+        snprintf(why, len, "device buffers over groups: HIAR_FLAT_MAX is set");
+    else if (groups && !gpu->flat.tp && !gpu->between.on_gpu)
+        snprintf(why, len, "device buffers over groups: no group over the host, and the step between groups is "
+                           "not on the GPU");
     else if (!groups && !hiar_gpu_has_kernels(gpu))
         snprintf(why, len, "device buffers: no group of GPU kernels");
     else
@@ -271,8 +275,13 @@ static int candidates(const hiar_comm_t *comm, int *cand)
     int n = 0;
 
     if (comm->gpu->side.tier.groups.ngroups > 1) {
-        cand[n++] = HIAR_TUNE_DEV_FLAT;
+        if (comm->gpu->flat.tp)
+            cand[n++] = HIAR_TUNE_DEV_FLAT;
         cand[n++] = HIAR_TUNE_DEV_HIER;
+        if (comm->gpu->between.on_gpu) { /* the one kernel over groups (core/plan.c): where it is taken */
+            cand[n++] = HIAR_TUNE_DEV_HIER_HALF;
+            cand[n++] = HIAR_TUNE_DEV_HIER_DOUBLE;
+        }
         return n;
     }
     cand[n++] = HIAR_TUNE_DEV_LL;

@@ -784,6 +784,51 @@ Test(plan, tuned_device_paths)
 }
 
 /*
+ * Tuning's block counts of the one kernel over groups (hier-half,
+ * hier-double): the hierarchical plan, with blocks_log2 only where that
+ * plan is ipc-hier-twoshot (elsewhere it maps back to plain hier, so
+ * tuning does not time it there), named and mapped back as such, and
+ * never the group over the host.
+ */
+Test(plan, tuned_hier_block_counts)
+{
+    unsigned char dev[HIAR_TUNE_DEV_NSIZES];
+    hiar_plan_input_t in = {0};
+
+    in.nranks = 4;
+    in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = in.device_nshards = in.device_spread = 2;
+    in.device = in.ipc = in.hier_ready = in.between_gpu = 1;
+    in.between_slot = 32 * M;
+    in.flat_nranks = 4;
+    in.ipc_ll_max = 512 * K;
+    in.tuned_device = dev;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    for (int half = 0; half < 2; half++) {
+        hiar_plan_t p;
+        memset(dev, half ? HIAR_TUNE_DEV_HIER_HALF : HIAR_TUNE_DEV_HIER_DOUBLE, sizeof(dev));
+        in.bytes = 4 * M;
+        p = hiar_plan_choose(&in);
+        cr_expect(p.alg == HIAR_ALG_HIER && p.kernel == HIAR_KERNEL_TWOSHOT && p.blocks_log2 == (half ? -1 : 1),
+                  "%s, blocks_log2 %d", hiar_plan_name(p), p.blocks_log2);
+        cr_expect_str_eq(hiar_plan_name(p), half ? "ipc-hier-twoshot-half" : "ipc-hier-twoshot-double");
+        cr_expect_eq(hiar_plan_tune_candidate(p), half ? HIAR_TUNE_DEV_HIER_HALF : HIAR_TUNE_DEV_HIER_DOUBLE);
+        p.blocks_log2 = 0;
+        cr_expect_eq(hiar_plan_tune_candidate(p), HIAR_TUNE_DEV_HIER);
+        in.bytes = 4 * K; /* the group over the host's LL would take it built in; hier is tuned: the LL over groups */
+        p = hiar_plan_choose(&in);
+        cr_expect(same(p, (hiar_plan_t)BETWEEN_LL), "%s", hiar_plan_name(p));
+        cr_expect_eq(hiar_plan_tune_candidate(p), HIAR_TUNE_DEV_HIER);
+        in.bytes = 2 * M; /* 1 MB shards: three kernels, push between groups */
+        p = hiar_plan_choose(&in);
+        cr_expect(p.kernel == HIAR_KERNEL_NONE && p.blocks_log2 == 0, "%s", hiar_plan_name(p));
+    }
+    in.tuned_device_n = 0;
+    in.bytes = 4 * M;
+    cr_expect_str_eq(hiar_plan_name(hiar_plan_choose(&in)), "ipc-hier-twoshot");
+}
+
+/*
  * Tuning's "pinned" (the pinned-host transport beside CUDA IPC): where the
  * group has that side (pinned_alt), the kernel one group takes over pinned
  * host memory (LL to 16 KB, push, two-shot past the 2-rank push limit),

@@ -446,14 +446,18 @@ Test(tune, cache_device_line_round_trip_and_corrupt)
     cr_expect_eq(got.device_n, 3);
     cr_expect(memcmp(got.device[HIAR_TUNE_DEV_EAGER], l.device[HIAR_TUNE_DEV_EAGER], 3) == 0);
     cr_expect(memcmp(got.device[HIAR_TUNE_DEV_GRAPH], l.device[HIAR_TUNE_DEV_GRAPH], 3) == 0);
-    /* Every path's name reads back as that path (the two-shot block counts' names start as two-shot's). */
-    for (int k = 0; k < HIAR_TUNE_DEV_COUNT; k++)
-        l.device[HIAR_TUNE_DEV_EAGER][k] = l.device[HIAR_TUNE_DEV_GRAPH][HIAR_TUNE_DEV_COUNT - 1 - k] =
-            (unsigned char)k;
-    l.device_n = HIAR_TUNE_DEV_COUNT;
+    /* Every path's name reads back as that path (the block counts' names start as two-shot's and hier's): the
+     * eager line names the first paths, the graph line the last ones backwards. */
+    cr_assert_leq(HIAR_TUNE_DEV_COUNT, 2 * HIAR_TUNE_DEV_NSIZES);
+    for (int i = 0; i < HIAR_TUNE_DEV_NSIZES; i++) {
+        l.device[HIAR_TUNE_DEV_EAGER][i] = (unsigned char)(i < HIAR_TUNE_DEV_COUNT ? i : 0);
+        l.device[HIAR_TUNE_DEV_GRAPH][i] = (unsigned char)(HIAR_TUNE_DEV_COUNT - 1 - i > 0 ? HIAR_TUNE_DEV_COUNT - 1 - i
+                                                                                            : 0);
+    }
+    l.device_n = HIAR_TUNE_DEV_NSIZES;
     cr_assert_eq(hiar_tune_cache_write(path, "s", &l, NULL, NULL, 0.5), HIAR_SUCCESS, "%s", hiar_last_error());
     cr_assert_eq(hiar_tune_cache_read(path, "s", &got, why, sizeof(why), NULL, 0), HIAR_TUNE_CACHE_LOADED, "%s", why);
-    cr_expect_eq(got.device_n, HIAR_TUNE_DEV_COUNT);
+    cr_expect_eq(got.device_n, HIAR_TUNE_DEV_NSIZES);
     cr_expect(memcmp(got.device, l.device, sizeof(got.device)) == 0);
     /* A cache without graph choices: captured calls take the eager ones. */
     snprintf(text, sizeof(text), "version %s\nsignature s\nshm_oneshot_max 1\nhier_oneshot_max 2\ndevice ipc-ll "
