@@ -140,6 +140,21 @@ static int same(hiar_plan_t got, hiar_plan_t want)
     return hiar_plan_equal(got, want);
 }
 
+/* Device buffers of one group of nranks on CUDA IPC, with tuning's paths dev at every ladder size. */
+static hiar_plan_input_t one_group_tuned(int nranks, const unsigned char *dev)
+{
+    hiar_plan_input_t in = {0};
+
+    in.nranks = nranks;
+    in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = in.device_nshards = nranks;
+    in.device = in.ipc = 1;
+    in.ipc_ll_max = 512 * K;
+    in.tuned_device = dev;
+    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
+    return in;
+}
+
 /* Properties over a sweep: host buffers of one group go two-shot above one size, never back. */
 Test(plan, sweep)
 {
@@ -692,7 +707,7 @@ Test(plan, tuned_limits)
 Test(plan, tuned_device_paths)
 {
     unsigned char dev[HIAR_TUNE_DEV_NSIZES];
-    hiar_plan_input_t in = {0};
+    hiar_plan_input_t in = one_group_tuned(2, dev);
 
     memset(dev, HIAR_TUNE_DEV_BUILTIN, sizeof(dev));
     dev[2] = HIAR_TUNE_DEV_PULL;    /* 16 KB */
@@ -702,13 +717,6 @@ Test(plan, tuned_device_paths)
     dev[7] = HIAR_TUNE_DEV_LL;      /* 4 MB: past the LL area */
     dev[8] = HIAR_TUNE_DEV_PUSH;    /* 16 MB */
     dev[9] = HIAR_TUNE_DEV_TWOSHOT_DOUBLE; /* 64 MB */
-    in.nranks = 2;
-    in.ngroups = in.host_ngroups = 1;
-    in.host_nshards = in.device_nshards = 2;
-    in.device = in.ipc = 1;
-    in.ipc_ll_max = 512 * K;
-    in.tuned_device = dev;
-    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
     in.bytes = 16 * K;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PULL), "%s", hiar_plan_name(hiar_plan_choose(&in)));
     in.bytes = 20 * K; /* nearest 16 KB */
@@ -847,16 +855,9 @@ Test(plan, tuned_pinned_beside_ipc)
                  {4 * M, PINNED(ONESHOT, PUSH), "pinned-push"},
                  {16 * M, PINNED(TWOSHOT, TWOSHOT), "pinned-twoshot"}};
     unsigned char dev[HIAR_TUNE_DEV_NSIZES];
-    hiar_plan_input_t in = {0};
+    hiar_plan_input_t in = one_group_tuned(2, dev);
 
     memset(dev, HIAR_TUNE_DEV_PINNED, sizeof(dev));
-    in.nranks = 2;
-    in.ngroups = in.host_ngroups = 1;
-    in.host_nshards = in.device_nshards = 2;
-    in.device = in.ipc = 1;
-    in.ipc_ll_max = 512 * K;
-    in.tuned_device = dev;
-    in.tuned_device_n = HIAR_TUNE_DEV_NSIZES;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         hiar_plan_t p;
         in.bytes = cases[i].bytes;
