@@ -76,6 +76,24 @@ int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t 
     return 1;
 }
 
+/* Whether the choices of some mode name candidate k at some size. */
+static int chooses(const hiar_tune_limits_t *l, int k)
+{
+    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
+        if (memchr(l->device[m], k, (size_t)l->device_n))
+            return 1;
+    return 0;
+}
+
+/* A cache's choice of the pinned-host transport that this comm cannot take (rank 0 says it once). */
+static void pinned_not_taken(const hiar_comm_t *comm, const char *why)
+{
+    if (comm->rank == 0)
+        HIAR_WARN(INIT, "tuning cache %s: its choice of the pinned-host transport is not taken (%s); those sizes "
+                        "take the built-in paths",
+                  comm->tune.path, why);
+}
+
 #ifdef HIAR_HAVE_CUDA
 #include "cuda/api.h"
 #include "transport/kernels.h"
@@ -356,15 +374,6 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
     return hiar_tune_agree(comm->mpi, &t->us[0][0][0][0], N, start, seconds);
 }
 
-/* Whether the choices of some mode name candidate k at some size. */
-static int chooses(const hiar_tune_limits_t *l, int k)
-{
-    for (int m = 0; m < HIAR_TUNE_DEV_NMODES; m++)
-        if (memchr(l->device[m], k, (size_t)l->device_n))
-            return 1;
-    return 0;
-}
-
 hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
 {
     size_t bytes = hiar_tune_dev_size(HIAR_TUNE_DEV_NSIZES - 1);
@@ -414,10 +423,8 @@ hiar_result_t hiar_tune_device_loaded(hiar_comm_t *comm)
     HIAR_CHECK(hiar_net_min(comm->mpi, &applies, 1));
     if (applies)
         HIAR_CHECK(hiar_gpu_alt_setup(comm->gpu, comm->mpi, comm->rank, comm->size));
-    if ((!applies || !comm->gpu->alt.tp) && comm->rank == 0)
-        HIAR_WARN(INIT, "tuning cache %s: its choice of the pinned-host transport is not taken (%s); those sizes "
-                        "take the built-in paths",
-                  comm->tune.path, applies ? comm->gpu->alt.why : "the comm is not one group on CUDA IPC");
+    if (!applies || !comm->gpu->alt.tp)
+        pinned_not_taken(comm, applies ? comm->gpu->alt.why : "the comm is not one group on CUDA IPC");
     return HIAR_SUCCESS;
 }
 #else
@@ -437,7 +444,8 @@ hiar_result_t hiar_tune_device_now(hiar_comm_t *comm, double *seconds)
 
 hiar_result_t hiar_tune_device_loaded(hiar_comm_t *comm)
 {
-    (void)comm;
+    if (chooses(&comm->tune.limits, HIAR_TUNE_DEV_PINNED))
+        pinned_not_taken(comm, "built without CUDA");
     return HIAR_SUCCESS;
 }
 #endif
