@@ -273,20 +273,12 @@ static inline unsigned hiar_blocks_for(size_t bytes)
     return (unsigned)(blocks < HIAR_IPC_MAX_BLOCKS ? blocks : HIAR_IPC_MAX_BLOCKS);
 }
 
-/*
- * The blocks a two-shot kernel launches: hiar_blocks_for(bytes) within cap,
- * times 2^log2 (-1 to 1: tuning's block counts, plan.blocks_log2) within
- * cap again, at least 1.  Scaled after the cap, so that half is half of
- * what would run: 4 ranks on one H200 launch their cap of 66 from 2 MB
- * shards up, where half of the count by size (128) changed nothing.
- */
-static inline unsigned hiar_blocks_launch(size_t bytes, unsigned cap, int log2)
+/* hiar_blocks_for(bytes) times 2^log2 (-1 to 1: tuning's block counts, plan.blocks_log2), at least 1. */
+static inline unsigned hiar_blocks_scaled(size_t bytes, int log2)
 {
     unsigned blocks = hiar_blocks_for(bytes);
 
-    blocks = blocks < cap ? blocks : cap;
-    blocks = log2 < 0 ? (blocks + 1) / 2 : log2 > 0 ? 2 * blocks : blocks;
-    return blocks < cap ? blocks : cap;
+    return log2 < 0 ? (blocks + 1) / 2 : log2 > 0 ? 2 * blocks : blocks;
 }
 
 /*

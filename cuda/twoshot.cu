@@ -275,10 +275,9 @@ static cudaError_t launch(const hiar_ipc_args_t *a, const hiar_ipc_direct_t *d, 
                           size_t bytes, int esize, hiar_op_t op, int divisor, int nshards, int steps, size_t chunk,
                           int blocks_log2, cudaStream_t stream)
 {
-    unsigned blocks = hiar_blocks_launch((bytes < chunk ? bytes : chunk) / (size_t)nshards, a->max_blocks,
-                                         blocks_log2);
+    unsigned blocks = hiar_blocks_scaled((bytes < chunk ? bytes : chunk) / (size_t)nshards, blocks_log2);
 
-    return hiar_ipc_launch(a, twoshot<T>, blocks, HIAR_THREADS, stream,
+    return hiar_ipc_launch(a, twoshot<T>, blocks < a->max_blocks ? blocks : a->max_blocks, HIAR_THREADS, stream,
                            *a, *d, (const char *)in, (char *)out, bytes, esize, (int)op, divisor, chunk, nshards,
                            steps);
 }
@@ -490,12 +489,11 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
 cudaError_t hiar_ipc_launch_hier_twoshot(const hiar_ipc_hier_args_t *h, const hiar_call_t *c)
 {
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
+    unsigned blocks = hiar_blocks_scaled((bytes < chunk ? bytes : chunk) / (size_t)c->nshards, c->plan.blocks_log2);
     unsigned max_blocks = h->max_blocks < HIAR_IPC_MAX_BLOCKS ? h->max_blocks : HIAR_IPC_MAX_BLOCKS;
-    unsigned blocks = hiar_blocks_launch((bytes < chunk ? bytes : chunk) / (size_t)c->nshards, max_blocks,
-                                         c->plan.blocks_log2);
 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
-        return hiar_ipc_launch(&h->between[0], hier_twoshot<decltype(tag)>, blocks,
+        return hiar_ipc_launch(&h->between[0], hier_twoshot<decltype(tag)>, blocks < max_blocks ? blocks : max_blocks,
                                HIAR_THREADS, (cudaStream_t)c->stream, *h, (const char *)c->sendbuf, (char *)c->recvbuf,
                                bytes, (int)c->esize, (int)c->op, c->divisor, chunk, c->nshards);
     });

@@ -42,9 +42,8 @@ typedef struct {
     hiar_kernel_t kernel;
     size_t chunk; /* hierarchical device calls: bytes per chunk, the same in every group */
     hiar_kernel_t between; /* hierarchical device calls: the kernel between groups; NONE: MPI */
-    /* One group's two-shot kernel and the one kernel over groups (ipc-hier-twoshot): the blocks they launch
-     * (by size, within their cap: hiar_blocks_launch) times 2^blocks_log2, -1 to 1 (tuning's block-count
-     * candidates); 0 elsewhere. */
+    /* One group's two-shot kernel and the one kernel over groups (ipc-hier-twoshot): their blocks by size
+     * (hiar_blocks_for) times 2^blocks_log2, -1 to 1 (tuning's block-count candidates); 0 elsewhere. */
     int blocks_log2;
 } hiar_plan_t;
 
