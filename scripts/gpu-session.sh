@@ -98,12 +98,14 @@ hier_part() {
 # The one kernel over groups (ipc-hier-twoshot) with fewer blocks than its cap on a shared GPU (66 for 4
 # ranks on one H200): issue 16's 2-8 MB miss (1.26-1.56x the flat group) may be per-block overhead, as
 # each block moves about 16 KB a step at 4 MB.  HIAR_MAX_BLOCKS caps every two-shot kernel (the flat
-# column's too: compare its default row), alternated over 2 rounds, eager and in graphs.
+# column's too: compare its default row), alternated over 2 rounds, eager and in graphs.  64: the one-group
+# kernel at 64 blocks took 0.95 of its time at the cap of 66 (4 ranks, 64 MB): does a cap that leaves a
+# few of the GPU's block slots free (66 x 4 ranks fill 132 SMs x 2) help both kernels?
 hierblocks_part() {
     local m4="$mpi -np $((2 * np))"
     mps_start
     for round in 1 2; do
-        for b in 0 16 24 33 48; do
+        for b in 0 16 24 33 48 64; do
             echo "round $round, HIAR_MAX_BLOCKS=$b" >>"$out/bench-hierblocks.log"
             run bench-hierblocks $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_MAX_BLOCKS=$b $bench --impl hiar --flat \
                 -b 1M -e 16M -f 2 -n 50 -w 5
