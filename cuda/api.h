@@ -217,6 +217,18 @@ int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
 void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps);
 
 /*
+ * Phase marks, in builds with HIAR_KERNEL_MARKS defined (./configure
+ * CPPFLAGS=-DHIAR_KERNEL_MARKS; doc/testing.md): where the time of the LL
+ * kernels goes, plain and with a norm fused.  Thread 0 of block 0 stamps
+ * %globaltimer at each phase (of its last row, in the fused kernel) and
+ * adds the time since the phase before to its kernel's sums.  Other builds
+ * stamp nothing: the kernels are the same code as without marks.
+ * hiar_ipc_marks_lines gives line() one line per kernel that ran ("ll-norm:
+ * 2000 calls, us per call in block 0: ..."), once the GPU has finished them.
+ */
+hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line)(void *arg, const char *text), void *arg);
+
+/*
  * The same transport over pinned host memory, for GPUs without P2P
  * (transport/pinned.c): rank p's buffers (hiar_ipc_region_bytes each) lie
  * at p times that in one shared segment registered with

@@ -408,6 +408,46 @@ __device__ __forceinline__ bool comm_failed(const int *failed)
 }
 
 /*
+ * Phase marks (api.h hiar_ipc_marks_lines), in builds with
+ * HIAR_KERNEL_MARKS: thread 0 of block 0 stamps the phase; mark_end, after
+ * finish_call, adds each stamp's distance from the one before to the
+ * kernel's sums and clears them (a phase the kernel has not is skipped).
+ * Stamps go to memory, not registers: the fused norm kernel is at its 64
+ * registers.  A transport's calls do not overlap on the GPU (a comm's
+ * calls must not), so plain adds suffice.  Even so the marks change some
+ * kernels' code (the plain LL kernels of 1-byte types take 64 registers
+ * instead of 40, so fewer fit an SM and the LL caps may differ; bfloat16's
+ * keep theirs), so they are built only on request: compare a marked build's
+ * times with an unmarked one's.
+ */
+#ifdef HIAR_KERNEL_MARKS
+__device__ __forceinline__ void mark(const hiar_ipc_args_t &a, int phase)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        a.state->mark_stamp[phase] = globaltimer_ns();
+}
+
+__device__ __forceinline__ void mark_end(const hiar_ipc_args_t &a, int kind)
+{
+    if (threadIdx.x != 0 || blockIdx.x != 0)
+        return;
+    uint64_t *stamp = a.state->mark_stamp, *sum = a.state->mark_sum[kind], prev = stamp[HIAR_MARK_ENTRY];
+
+    stamp[HIAR_MARK_FINISHED] = globaltimer_ns();
+    for (int p = HIAR_MARK_ENTRY + 1; p < HIAR_MARKS; p++)
+        if (stamp[p]) {
+            sum[p] += stamp[p] - prev;
+            prev = stamp[p];
+            stamp[p] = 0;
+        }
+    sum[0]++;
+}
+#else
+__device__ __forceinline__ void mark(const hiar_ipc_args_t &, int) {}
+__device__ __forceinline__ void mark_end(const hiar_ipc_args_t &, int) {}
+#endif
+
+/*
  * No atomic and no fence: the next call is a later kernel on the stream, so
  * it sees these stores; nothing in this kernel reads the copies it writes
  * (the block's own threads read theirs before the barrier).  A block that

@@ -194,6 +194,34 @@ extern "C" void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps)
     caps->twoshot = ipc->args.max_blocks;
 }
 
+extern "C" hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line)(void *arg, const char *text),
+                                              void *arg)
+{
+    static const char *const kinds[HIAR_MARK_KINDS] = {"ll", "ll-norm"};
+    static const char *const phases[HIAR_MARKS] = {"", "begin (waits for the kernel before)", "push",
+                                                   "gather (waits for the peers)", "norm sum", "stores", "finish"};
+    uint64_t sum[HIAR_MARK_KINDS][HIAR_MARKS];
+
+    HIAR_CUDA_CHECK(cudaMemcpy(sum, ipc->args.state->mark_sum, sizeof(sum), cudaMemcpyDeviceToHost));
+    for (int k = 0; k < HIAR_MARK_KINDS; k++) {
+        char text[512];
+        size_t n;
+        uint64_t calls = sum[k][0];
+        if (!calls)
+            continue;
+        n = (size_t)snprintf(text, sizeof(text), "%s: %llu calls, us per call in block 0:", kinds[k],
+                             (unsigned long long)calls);
+        for (int p = 1; p < HIAR_MARKS && n < sizeof(text); p++)
+            if (sum[k][p])
+                n += (size_t)snprintf(text + n, sizeof(text) - n, " %s %.2f,", phases[p],
+                                      (double)sum[k][p] / 1e3 / (double)calls);
+        if (n > 0 && n < sizeof(text))
+            text[n - 1] = '\0'; /* the last comma */
+        line(arg, text);
+    }
+    return HIAR_SUCCESS;
+}
+
 extern "C" void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases)
 {
     for (int p = 0; p < ipc->args.n; p++)

@@ -50,10 +50,19 @@
  * used meanwhile.  With 32 bits, values went back to 0 after 2^32 calls, 3
  * hours at that rate, and a waiter took old flags for new ones.
  */
+/* Phase marks (api.h hiar_ipc_marks_lines): the stamps, in order, and the kernels marked. */
+enum { HIAR_MARK_ENTRY, HIAR_MARK_BEGUN, HIAR_MARK_PUSHED, HIAR_MARK_GATHERED, HIAR_MARK_SUMMED, HIAR_MARK_STORED,
+       HIAR_MARK_FINISHED, HIAR_MARKS };
+enum { HIAR_MARK_LL, HIAR_MARK_LL_NORM, HIAR_MARK_KINDS };
+
 typedef struct {
     uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
     /* The fused norm's partial sums of squares, per block: epoch << 32 | f32 bits (cuda/norm.cu). */
     uint64_t norm_partial[HIAR_IPC_MAX_BLOCKS];
+    /* Phase marks: this call's stamps (0: not reached), and per kernel the ns since the stamp before summed
+     * per phase, [0] the calls. */
+    uint64_t mark_stamp[HIAR_MARKS];
+    uint64_t mark_sum[HIAR_MARK_KINDS][HIAR_MARKS];
 } hiar_ipc_state_t;
 
 typedef struct {

@@ -103,9 +103,11 @@ template <typename T, typename W, typename F>
 __global__ void __launch_bounds__(HIAR_THREADS, 2)
     oneshot_ll_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows, unsigned slices)
 {
+    mark(a, HIAR_MARK_ENTRY);
     const uint64_t e = begin_call(a);
     if (comm_failed(a.failed))
         return;
+    mark(a, HIAR_MARK_BEGUN);
     const uint32_t parity = e & 1;
     const size_t ppr = nm.row_bytes / F::DATA, bytes = rows * nm.row_bytes, per_wave = gridDim.x / slices;
     const size_t lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;
@@ -119,6 +121,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
             size_t i = row * ppr + k;
             ll_push(a, parity, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize))));
         }
+    mark(a, HIAR_MARK_PUSHED);
     for (size_t row = blockIdx.x / slices; row < rows; row += per_wave) {
         char *r = nm.residual ? nm.residual : out;
         float sumsq = 0, scale;
@@ -141,17 +144,21 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         }
         if (__syncthreads_or(!ok))
             break;
+        mark(a, HIAR_MARK_GATHERED);
         release_next_kernel(); /* every peer's packets of the part arrived: see device.cuh */
         if (!norm_row_sum(a, e, slices, norm_block_sum(sumsq), &sumsq, w))
             break;
+        mark(a, HIAR_MARK_SUMMED);
         scale = norm_scale(nm, sumsq);
         if (single && lo + threadIdx.x < hi)
             store_unit<F::DATA>(out + row * nm.row_bytes, (lo + threadIdx.x) * F::DATA, nm.row_bytes, nm.esize,
                                 wk.apply(kept, scale));
         for (size_t k = lo + threadIdx.x; k < hi && !single; k += blockDim.x)
             norm_store<T, W, F::DATA>(nm, r, out, row, k, scale);
+        mark(a, HIAR_MARK_STORED);
     }
     finish_call(a, e);
+    mark_end(a, HIAR_MARK_LL_NORM);
 }
 
 /*

@@ -55,9 +55,11 @@ template <typename T, typename F, int OP>
 __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int divisor)
 {
+    mark(a, HIAR_MARK_ENTRY);
     const uint64_t e = begin_call(a);
     if (comm_failed(a.failed))
         return;
+    mark(a, HIAR_MARK_BEGUN);
     const uint32_t parity = e & 1;
     const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -75,6 +77,7 @@ __global__ void __launch_bounds__(HIAR_THREADS)
         for (int k = 1; k < a.n; k++)
             ll_store(ll_area(a, a.base[(a.me + k) % a.n], parity, a.me) + i, F::pack(d));
     }
+    mark(a, HIAR_MARK_PUSHED);
     for (size_t i = first; i < packets && ok; i += stride) {
         unit_acc<T, F::DATA> acc;
         for (int p = 0; p < a.n && ok; p++) {
@@ -101,7 +104,9 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             store_unit<F::DATA>(out, i * F::DATA, bytes, esize, r);
         }
     }
+    mark(a, HIAR_MARK_GATHERED);
     finish_call(a, e);
+    mark_end(a, HIAR_MARK_LL);
 }
 
 /* Grid of an LL kernel for `packets` packets, at most max_blocks blocks. */

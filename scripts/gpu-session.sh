@@ -9,7 +9,8 @@
 # the part: flat (one group per host, and the MPI step between groups), hier
 # (several groups on one host exchanging on the GPU, the pinned-host
 # transport, a killed rank, compute-sanitizer on those kernels), hierblocks
-# (the one kernel over groups under block caps), norm (the fused
+# (the one kernel over groups under block caps), marks (kernel phase marks of
+# the LL kernels, plain and with the norm), norm (the fused
 # allreduce + RMSNorm, its tests and the decode benchmark), or all (the
 # default; on one GPU more than one 10-minute call of the device tool).
 set -u
@@ -118,6 +119,33 @@ hierblocks_part() {
     mps_stop
 }
 
+# Where the fused norm kernel's time goes (issue 18: 1-4 tokens x 4096 at 0.80-0.84 of unfused, the
+# kernel 2.1-3.8 us longer than the allreduce alone): a tree built with kernel phase marks (doc/testing.md)
+# beside this one, the decode benchmark at 2 and 4 ranks and the plain LL allreduce of those sizes, in
+# both builds (the marks' totals against the unmarked times), the marks logged at the comms' destroy.
+marks_part() {
+    local m2="$mpi -np $np" m4="$mpi -np $((2 * np))" marked=/tmp/hiar-marks dbg="-x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=IPC"
+    if [ ! -x "$marked/bench/hiar-bench" ]; then
+        rm -rf "$marked" && mkdir -p "$marked" && cp -a . "$marked/src" 2>/dev/null
+        (cd "$marked/src" && make distclean >/dev/null 2>&1; ./configure --with-cuda-arch=90 --without-criterion \
+            CPPFLAGS=-DHIAR_KERNEL_MARKS >/dev/null && make -j16 >/dev/null) >"$out/marks-build.log" 2>&1 ||
+            { echo "marks build failed" | tee -a "$out/summary.txt"; return 1; }
+        ln -sfn "$marked/src/bench" "$marked/bench"
+    fi
+    mps_start
+    for tree in . "$marked/src"; do
+        echo "tree $tree" >>"$out/bench-marks.log"
+        for m in "$m2" "$m4"; do
+            run bench-marks $m $dbg "$tree/bench/hiar-bench" -m device -d bfloat16 -o sum --impl hiar --decode \
+                --tokens 1,4,16 --hidden 4096 -n 500 -w 20
+            run bench-marks $m $dbg "$tree/bench/hiar-bench" -m device -d bfloat16 -o sum --impl hiar -b 8K -e 128K \
+                -f 4 -n 500 -w 20 --graph
+        done
+    done
+    grep -h "kernel marks" "$out/bench-marks.log" | sort | uniq -c | tee -a "$out/summary.txt"
+    mps_stop
+}
+
 # hiar_allreduce_rmsnorm (issue 18): the fused kernels on one group (CUDA IPC and pinned host
 # memory: LL up to the one-shot limit, the rows kernel past it), the unfused paths (several
 # groups, odd rows), eager and in CUDA graphs, the decode benchmark at 2 and 4 ranks, and
@@ -155,6 +183,7 @@ case $part in
 flat) flat_part ;;
 hier) hier_part ;;
 hierblocks) hierblocks_part ;;
+marks) marks_part ;;
 norm) norm_part ;;
 *) flat_part; hier_part; norm_part ;;
 esac
