@@ -144,22 +144,26 @@ void hiar_kernels_abort(void *state)
     hiar_ipc_abort(state);
 }
 
+#ifdef HIAR_KERNEL_MARKS
 static void marks_line(void *arg, const char *text)
 {
     const hiar_tier_t *t = arg;
 
     HIAR_INFO(IPC, "kernel marks, rank %d of a group of %d: %s", t->local, t->local_size, text);
 }
+#endif
 
 /* Steps that need every peer's memory mapped are separated by group barriers; a build with kernel marks logs
- * them (cuda/api.h) once the kernels are done. */
+ * them (cuda/api.h) once the kernels are done (other builds read nothing back at teardown). */
 void hiar_kernels_quiesce(hiar_ipc_t *ipc, const hiar_tier_t *t, int flags)
 {
     if (!(flags & HIAR_TEARDOWN_COLLECTIVE))
         hiar_ipc_abort(ipc);
     hiar_cuda_device_sync(hiar_ipc_device(ipc)); /* then peers can unmap and the owner free */
     if (flags & HIAR_TEARDOWN_COLLECTIVE) {
+#ifdef HIAR_KERNEL_MARKS
         (void)hiar_ipc_marks_lines(ipc, marks_line, (void *)t);
+#endif
         hiar_net_barrier(t->group_comm);
         hiar_ipc_unmap_peers(ipc);
         hiar_net_barrier(t->group_comm);
