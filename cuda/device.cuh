@@ -413,8 +413,11 @@ __device__ __forceinline__ bool comm_failed(const int *failed)
  * finish_call, adds each stamp's distance from the one before to the
  * kernel's sums and clears them (a phase the kernel has not is skipped).
  * Stamps go to memory, not registers: the fused norm kernel is at its 64
- * registers.  A transport's calls do not overlap on the GPU (a comm's
- * calls must not), so plain adds suffice.  Even so the marks change some
+ * registers.  A transport's kernels overlap only where programmatic
+ * dependent launch starts the next one early: it stamps its ENTRY then,
+ * and nothing else before its griddepcontrol.wait returns (after this
+ * kernel's mark_end), so BEGUN keeps this kernel's entry aside and plain
+ * adds suffice.  Even so the marks change some
  * kernels' code (the plain LL kernels of 1-byte types take 64 registers
  * instead of 40, so fewer fit an SM and the LL caps may differ; bfloat16's
  * keep theirs), so they are built only on request: compare a marked build's
@@ -423,15 +426,18 @@ __device__ __forceinline__ bool comm_failed(const int *failed)
 #ifdef HIAR_KERNEL_MARKS
 __device__ __forceinline__ void mark(const hiar_ipc_args_t &a, int phase)
 {
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        a.state->mark_stamp[phase] = globaltimer_ns();
+    if (threadIdx.x != 0 || blockIdx.x != 0)
+        return;
+    if (phase == HIAR_MARK_BEGUN)
+        a.state->mark_entry = a.state->mark_stamp[HIAR_MARK_ENTRY];
+    a.state->mark_stamp[phase] = globaltimer_ns();
 }
 
 __device__ __forceinline__ void mark_end(const hiar_ipc_args_t &a, int kind)
 {
     if (threadIdx.x != 0 || blockIdx.x != 0)
         return;
-    uint64_t *stamp = a.state->mark_stamp, *sum = a.state->mark_sum[kind], prev = stamp[HIAR_MARK_ENTRY];
+    uint64_t *stamp = a.state->mark_stamp, *sum = a.state->mark_sum[kind], prev = a.state->mark_entry;
 
     stamp[HIAR_MARK_FINISHED] = globaltimer_ns();
     for (int p = HIAR_MARK_ENTRY + 1; p < HIAR_MARKS; p++)

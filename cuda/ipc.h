@@ -59,9 +59,10 @@ typedef struct {
     uint64_t epoch[HIAR_IPC_MAX_BLOCKS];
     /* The fused norm's partial sums of squares, per block: epoch << 32 | f32 bits (cuda/norm.cu). */
     uint64_t norm_partial[HIAR_IPC_MAX_BLOCKS];
-    /* Phase marks: this call's stamps (0: not reached), and per kernel the ns since the stamp before summed
-     * per phase, [0] the calls. */
+    /* Phase marks: this call's stamps (0: not reached), its entry kept at BEGUN, and per kernel the ns since
+     * the stamp before summed per phase, [0] the calls. */
     uint64_t mark_stamp[HIAR_MARKS];
+    uint64_t mark_entry;
     uint64_t mark_sum[HIAR_MARK_KINDS][HIAR_MARKS];
 } hiar_ipc_state_t;
 

@@ -125,12 +125,12 @@ hierblocks_part() {
 # both builds (the marks' totals against the unmarked times), the marks logged at the comms' destroy.
 marks_part() {
     local m2="$mpi -np $np" m4="$mpi -np $((2 * np))" marked=/tmp/hiar-marks dbg="-x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=IPC"
-    if [ ! -x "$marked/bench/hiar-bench" ]; then
-        rm -rf "$marked" && mkdir -p "$marked" && cp -a . "$marked/src" 2>/dev/null
-        (cd "$marked/src" && make distclean >/dev/null 2>&1; ./configure --with-cuda-arch=90 --without-criterion \
-            CPPFLAGS=-DHIAR_KERNEL_MARKS >/dev/null && make -j16 >/dev/null) >"$out/marks-build.log" 2>&1 ||
-            { echo "marks build failed" | tee -a "$out/summary.txt"; return 1; }
-        ln -sfn "$marked/src/bench" "$marked/bench"
+    local tarball=${MARKS_TAR:-/tmp/hiar-built.tar.gz} # the release tarball .dev/go.sh built this tree from
+    if [ ! -x "$marked/src/bench/hiar-bench" ]; then
+        rm -rf "$marked" && mkdir -p "$marked/src" && tar xzf "$tarball" -C "$marked/src" --strip-components=1 &&
+            (cd "$marked/src" && ./configure --with-cuda-arch=90 --without-criterion CPPFLAGS=-DHIAR_KERNEL_MARKS &&
+                make -j16) >"$out/marks-build.log" 2>&1 ||
+            { echo "marks build failed (marks-build.log)" | tee -a "$out/summary.txt"; return 1; }
     fi
     mps_start
     for tree in . "$marked/src"; do
@@ -143,6 +143,8 @@ marks_part() {
         done
     done
     grep -h "kernel marks" "$out/bench-marks.log" | sort | uniq -c | tee -a "$out/summary.txt"
+    grep -q "kernel marks" "$out/bench-marks.log" || echo "FAIL: the marked tree logged no kernel marks" |
+        tee -a "$out/summary.txt"
     mps_stop
 }
 

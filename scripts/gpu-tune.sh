@@ -50,10 +50,14 @@ compare() {
         "$1" | sort -n | tee -a "$out/summary.txt"
 }
 # Rewrites cache $1's choice lines named in $2 ("device", "device-graph") to path $3 at every size they hold
-# (as many as tuning timed: both lines must stay as long, or the cache is refused as corrupt).
+# (as many as tuning timed: both lines must stay as long, or the cache is refused as corrupt), at the
+# ladder's sizes (core/tune_cache.c) of $4 bytes and more (builtin below; default 0: all).
 force_cache() {
-    awk -v lines="$2" -v path="$3" 'BEGIN { split(lines, l, " "); for (i in l) want[l[i]] = 1 }
-        ($1 in want) { line = $1; for (i = 1; i < NF; i++) line = line " " path; print line; next } { print }' \
+    awk -v lines="$2" -v path="$3" -v from="${4:-0}" \
+        -v ladder="1024 4096 16384 65536 262144 524288 1048576 4194304 16777216 67108864 268435456" '
+        BEGIN { split(lines, l, " "); for (i in l) want[l[i]] = 1; split(ladder, size, " ") }
+        ($1 in want) { line = $1; for (i = 1; i < NF; i++) line = line " " (size[i] >= from ? path : "builtin")
+                       print line; next } { print }' \
         "$1" >"$1.new" && mv "$1.new" "$1"
 }
 modes=host
@@ -124,17 +128,18 @@ if [[ $modes == *device* ]]; then
             "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/graph-choice-bench$g.log") sizes with 0 wrong" | tee -a "$out/summary.txt"
     done
 fi
-# Tunes NP ranks as GROUPS, then rewrites the cache to PATH at every size, eager and in graphs: test_gpu --quick
-# through it, the PLAN trace naming its calls (PATTERN), and side by side with the built-in paths in one run.
-forced_path() { # PATH NP GROUPS PATTERN
-    local path=$1 np=$2 groups=$3 pattern=$4 name cache csv g l t
+# Tunes NP ranks as GROUPS, then rewrites the cache to PATH at every size of FROM bytes and more (0: all),
+# eager and in graphs: test_gpu --quick through it, the PLAN trace naming its calls (PATTERN), and side by side
+# with the built-in paths in one run.
+forced_path() { # PATH NP GROUPS PATTERN FROM
+    local path=$1 np=$2 groups=$3 pattern=$4 from=$5 name cache csv g l t
     name=$path-np$np${groups:+-groups}
     cache=$out/cache-forced-$name.txt
     echo "== $name: tuning, then $path at every size from the cache" | tee -a "$out/summary.txt"
     HIAR_TUNE_CACHE=$cache HIAR_TUNE=1 bench "$np" "$groups" -m device --tune >"$out/tune-forced-$name.log" 2>&1
     grep -E "beside CUDA IPC|device paths tuned|^ +bytes|^ +[0-9]+ " "$out/tune-forced-$name.log" |
         tee -a "$out/summary.txt"
-    force_cache "$cache" "device device-graph" "$path"
+    force_cache "$cache" "device device-graph" "$path" "$from"
     # shellcheck disable=SC2086
     HIAR_GROUPS=$groups HIAR_TUNE_CACHE=$cache timeout 300 mpirun --oversubscribe --bind-to none -np "$np" \
         -x HIAR_GROUPS -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS $mps ./tests/gpu/test_gpu --quick \
@@ -159,7 +164,8 @@ forced_path() { # PATH NP GROUPS PATTERN
                 2>>"$out/side-forced-$name.log" | sed "s/^/$t,/" >>"$csv"
         done
         echo "  $name $l: built-in against $path at every size" | tee -a "$out/summary.txt"
-        compare "$csv" "$(seq 0 10 | awk -v p="$path" '{ printf "%d:%s ", 1024 * 4 ^ $1, p }')"
+        compare "$csv" "$(seq 0 10 | awk -v p="$path" -v from="$from" '{ printf "%d:%s ", 1024 * 4 ^ $1,
+                                                                            1024 * 4 ^ $1 >= from ? p : "builtin" }')"
     done
 }
 if [[ $modes == *device* ]]; then
@@ -172,10 +178,11 @@ if [[ $modes == *device* ]]; then
     grep -E "WARN|device paths tuned|beside CUDA IPC" "$out/tune-pinned-fail.log" | head -5 | tee -a "$out/summary.txt"
     for f in ${FORCED:-pinned:2: pinned:4: hier-half:4:0,1|2,3 hier-double:4:0,1|2,3}; do
         IFS=: read -r path np groups <<<"$f"
-        pattern=pinned-
-        [ "$path" = hier-half ] && pattern=ipc-hier-twoshot-half
-        [ "$path" = hier-double ] && pattern=ipc-hier-twoshot-double
-        forced_path "$path" "$np" "$groups" "$pattern"
+        # The block counts apply where the one kernel over groups runs: from 4 MB on 2 groups.
+        pattern=pinned- from=0
+        [ "$path" = hier-half ] && pattern=ipc-hier-twoshot-half from=4194304
+        [ "$path" = hier-double ] && pattern=ipc-hier-twoshot-double from=4194304
+        forced_path "$path" "$np" "$groups" "$pattern" "$from"
     done
 fi
 for t in tune-np2 tune-np4; do

@@ -75,10 +75,10 @@ static hiar_result_t run_alg(hiar_comm_t *comm, hiar_alg_t alg, const int32_t *s
 /* *ok: candidate k summed known integers right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
 static hiar_result_t canary(hiar_comm_t *comm, const crossover_t *x, int k, int32_t *send, int32_t *recv, int *ok)
 {
-    hiar_tune_canary_fill(comm, send);
+    hiar_tune_canary_fill(comm, send, HIAR_TUNE_CANARY_COUNT);
     memset(recv, 0xff, HIAR_TUNE_CANARY_COUNT * sizeof(int32_t));
     HIAR_CHECK(run_alg(comm, x->alg[k], send, recv, HIAR_TUNE_CANARY_COUNT));
-    *ok = hiar_tune_canary_ok(comm, comm->tune.table.names[k], recv);
+    *ok = hiar_tune_canary_ok(comm, comm->tune.table.names[k], recv, HIAR_TUNE_CANARY_COUNT);
     return HIAR_SUCCESS;
 }
 

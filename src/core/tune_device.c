@@ -58,20 +58,20 @@ hiar_result_t hiar_tune_skew(const hiar_comm_t *comm, double *factor)
     return HIAR_SUCCESS;
 }
 
-void hiar_tune_canary_fill(const hiar_comm_t *comm, int32_t *values)
+void hiar_tune_canary_fill(const hiar_comm_t *comm, int32_t *values, size_t count)
 {
-    for (int i = 0; i < HIAR_TUNE_CANARY_COUNT; i++)
-        values[i] = (comm->rank + 1) * (i % 97 + 1);
+    for (size_t i = 0; i < count; i++)
+        values[i] = (comm->rank + 1) * (int32_t)(i % 97 + 1);
 }
 
-int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t *sums)
+int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t *sums, size_t count)
 {
     int32_t n = comm->size;
 
     if (comm->rank == 0 && strcmp(comm->params.v[HIAR_P_TUNE_TEST_FAIL].text, candidate) == 0)
-        sums[HIAR_TUNE_CANARY_COUNT / 2]++;
-    for (int i = 0; i < HIAR_TUNE_CANARY_COUNT; i++)
-        if (sums[i] != (i % 97 + 1) * n * (n + 1) / 2)
+        sums[count / 2]++;
+    for (size_t i = 0; i < count; i++)
+        if (sums[i] != (int32_t)(i % 97 + 1) * n * (n + 1) / 2)
             return 0;
     return 1;
 }
@@ -184,25 +184,52 @@ static hiar_result_t run_graph_calls(void *arg)
     return HIAR_SUCCESS;
 }
 
-/* The canary: candidate k sums known int32 right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0). */
-static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, int *ok)
+/* The bytes candidate k's check sums: HIAR_TUNE_CANARY_COUNT int32, or where k is no path at that size the
+ * smallest ladder size above where it is one (the one kernel over groups' block counts: megabytes); 0: none. */
+static size_t canary_bytes(hiar_comm_t *comm, int k)
 {
-    int32_t host[HIAR_TUNE_CANARY_COUNT];
+    size_t least = HIAR_TUNE_CANARY_COUNT * sizeof(int32_t);
     hiar_plan_input_t in;
     int taken;
-    hiar_plan_t p = plan_along(comm, k, sizeof(host), &in, &taken);
 
-    *ok = 1;
-    if (!taken)
-        return HIAR_SUCCESS; /* not a path at this size: the ladder finds where it is */
-    hiar_tune_canary_fill(comm, host);
-    HIAR_CHECK(hiar_cuda_copy(send, host, sizeof(host), NULL));
-    memset(host, 0xff, sizeof(host));
-    HIAR_CHECK(hiar_cuda_copy(recv, host, sizeof(host), NULL));
-    HIAR_CHECK(run_along(&(along_t){comm, p, &in, send, recv, HIAR_TUNE_CANARY_COUNT, HIAR_INT32, NULL, 0}));
-    HIAR_CHECK(hiar_cuda_copy(host, recv, sizeof(host), NULL));
-    *ok = hiar_tune_canary_ok(comm, hiar_tune_dev_name(k), host);
-    return HIAR_SUCCESS;
+    for (int i = -1; i < HIAR_TUNE_DEV_NSIZES; i++) {
+        size_t bytes = i < 0 ? least : hiar_tune_dev_size(i);
+        if (bytes < least)
+            continue;
+        plan_along(comm, k, bytes, &in, &taken);
+        if (taken)
+            return bytes;
+    }
+    return 0;
+}
+
+/* The canary: candidate k sums known int32 right on this rank (HIAR_TUNE_TEST_FAIL spoils one on rank 0); no
+ * host memory for the check fails it. */
+static hiar_result_t canary(hiar_comm_t *comm, int k, void *send, void *recv, int *ok)
+{
+    size_t bytes = canary_bytes(comm, k), count = bytes / sizeof(int32_t);
+    int32_t *host = bytes ? malloc(bytes) : NULL;
+    hiar_plan_input_t in;
+    int taken;
+    hiar_plan_t p = plan_along(comm, k, bytes, &in, &taken);
+    hiar_result_t rc = HIAR_SUCCESS;
+
+    *ok = !bytes; /* not a path at any size: nothing to check */
+    if (!host)
+        return HIAR_SUCCESS;
+    hiar_tune_canary_fill(comm, host, count);
+    rc = hiar_cuda_copy(send, host, bytes, NULL);
+    memset(host, 0xff, bytes);
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_copy(recv, host, bytes, NULL);
+    if (rc == HIAR_SUCCESS)
+        rc = run_along(&(along_t){comm, p, &in, send, recv, count, HIAR_INT32, NULL, 0});
+    if (rc == HIAR_SUCCESS)
+        rc = hiar_cuda_copy(host, recv, bytes, NULL);
+    if (rc == HIAR_SUCCESS)
+        *ok = hiar_tune_canary_ok(comm, hiar_tune_dev_name(k), host, count);
+    free(host);
+    return rc;
 }
 
 /* One eager call along a (exec unused), or one replay of the graph exec: a round of time_rounds. */
@@ -363,8 +390,8 @@ static hiar_result_t measure(hiar_comm_t *comm, void *send, void *recv, double *
     for (int c = 0; c < ncand; c++) {
         t->dropped[cand[c]] = !ok[c];
         if (!ok[c] && comm->rank == 0)
-            HIAR_WARN(INIT, "tuning: device path %s gave a wrong sum in its check (%d int32 of known values): "
-                            "dropped", hiar_tune_dev_name(cand[c]), HIAR_TUNE_CANARY_COUNT);
+            HIAR_WARN(INIT, "tuning: device path %s gave a wrong sum in its check (int32 of known values, %d or "
+                            "more): dropped", hiar_tune_dev_name(cand[c]), HIAR_TUNE_CANARY_COUNT);
     }
     rc = hiar_net_agree(comm->mpi, hiar_cuda_stream_create(&stream), "tuning: cudaStreamCreate");
     if (rc == HIAR_SUCCESS)

@@ -14,11 +14,12 @@
  * seconds since start, so every rank holds the same table. */
 hiar_result_t hiar_tune_agree(MPI_Comm mpi, double *us, int n, uint64_t start, double *seconds);
 
-/* The canary every candidate sums first (host and device): HIAR_TUNE_CANARY_COUNT int32 of known sums. */
+/* The canary every candidate sums first (host and device): count int32 of known sums, HIAR_TUNE_CANARY_COUNT
+ * where the candidate is a path at that size. */
 #define HIAR_TUNE_CANARY_COUNT 1024
-void hiar_tune_canary_fill(const hiar_comm_t *comm, int32_t *values);
+void hiar_tune_canary_fill(const hiar_comm_t *comm, int32_t *values, size_t count);
 /* Whether the sums are right on this rank (HIAR_TUNE_TEST_FAIL naming the candidate spoils one on rank 0). */
-int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t *sums);
+int hiar_tune_canary_ok(const hiar_comm_t *comm, const char *candidate, int32_t *sums, size_t count);
 
 /* HIAR_TUNE_TEST_SKEW=RANK:FACTOR: this rank's factor on the small-message paths' timings (host: oneshot,
  * hier-oneshot; device: ipc-ll, flat), 1 on the other ranks. */

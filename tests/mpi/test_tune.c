@@ -54,13 +54,15 @@ static long long hash_of(const char *s)
     return (long long)(h >> 1);
 }
 
-/* The "tuning" lines of describe's text and the table's rows under them (indented further). */
+/* The "tuning" lines of describe's text, the table's rows under them (indented further), and the pinned-host
+ * transport beside CUDA IPC (set up from a cache that chose it). */
 static void print_tuning(const char *text)
 {
     int in = 0;
 
     for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        in = strncmp(l, "  tuning", 8) == 0 || (in && strncmp(l, "   ", 3) == 0);
+        in = strncmp(l, "  tuning", 8) == 0 || strncmp(l, "  device pinned-host", 20) == 0 ||
+             (in && strncmp(l, "   ", 3) == 0);
         if (in)
             printf("%.*s\n", (int)strcspn(l, "\n"), l);
     }
