@@ -19,7 +19,9 @@
 #      blocks, 0,1|2,3): a cache naming one at every size, test_gpu --quick
 #      through it, the PLAN trace, and against the built-in paths
 # Several ranks on one GPU need CUDA MPS running (CUDA_MPS_* passed on where set).
-# TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3") and TUNE_ROUNDS (3) cut it down.
+# TUNE_MODES (host device), TUNE_CONFIGS ("2 ;3 ;4 ;4 0,1|2,3"; empty: none of 1-2), TUNE_ROUNDS (3),
+# TUNE_PARTS (which of the rest: "checks forced tests", the default all) and FORCED (4) cut it down, e.g. one
+# 10-minute call of the device tool: TUNE_MODES=device TUNE_CONFIGS= TUNE_PARTS=forced FORCED="pinned:2:".
 # Logs go to $1 (default ./gpu-logs); summary.txt has the lines that matter.
 set -u
 out=${1:-gpu-logs}
@@ -63,7 +65,8 @@ force_cache() {
 modes=host
 nvidia-smi -L >/dev/null 2>&1 && modes="host device"
 modes=${TUNE_MODES:-$modes}        # e.g. TUNE_MODES=device
-IFS=';' read -r -a configs <<<"${TUNE_CONFIGS:-2 ;3 ;4 ;4 0,1|2,3}" # NP GROUPS, ';' apart
+IFS=';' read -r -a configs <<<"${TUNE_CONFIGS-2 ;3 ;4 ;4 0,1|2,3}" # NP GROUPS, ';' apart
+parts=${TUNE_PARTS:-checks forced tests}
 for mode in $modes; do
     for c in "${configs[@]}"; do
         np=${c%% *} groups=${c#* }
@@ -96,7 +99,7 @@ for mode in $modes; do
     done
 done
 unset HIAR_TUNE_CACHE
-if [[ $modes == *device* ]]; then
+if [[ $modes == *device* && $parts == *checks* ]]; then
     echo "== device canary made to fail: HIAR_TUNE_TEST_FAIL=ipc-pull" | tee -a "$out/summary.txt"
     HIAR_TUNE_CACHE=$out/cache-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=ipc-pull bench 2 "" -m device --tune \
         >"$out/tune-fail.log" 2>&1
@@ -108,7 +111,7 @@ if [[ $modes == *device* ]]; then
         >"$out/tune-skew.log" 2>&1
     grep -E "WARN|device paths tuned" "$out/tune-skew.log" | head -5 | tee -a "$out/summary.txt"
 fi
-if [[ $modes == *device* ]]; then
+if [[ $modes == *device* && $parts == *checks* ]]; then
     # Graph choices of their own: a cache whose device-graph line says ipc-pull at every size (the eager line
     # left as tuned). test_gpu's captured calls then run pull, its eager ones the eager choices: all must pass,
     # and the PLAN trace of a captured bench run must name ipc-pull.
@@ -168,7 +171,7 @@ forced_path() { # PATH NP GROUPS PATTERN FROM
                                                                             1024 * 4 ^ $1 >= from ? p : "builtin" }')"
     done
 }
-if [[ $modes == *device* ]]; then
+if [[ $modes == *device* && $parts == *forced* ]]; then
     # Candidates no default takes on this machine: the pinned-host transport beside CUDA IPC ("pinned"; its
     # canary made to fail first) and the one kernel over groups with half and twice its blocks. FORCED lists
     # PATH:NP:GROUPS to run (space apart).
@@ -186,6 +189,7 @@ if [[ $modes == *device* ]]; then
     done
 fi
 for t in tune-np2 tune-np4; do
+    [[ $parts == *tests* ]] || break
     echo "== tests/mpi/$t.test" | tee -a "$out/summary.txt"
     env srcdir=. top_builddir=. MPIRUN=mpirun sh tests/mpi/$t.test >"$out/$t.log" 2>&1
     echo "-> exit $?; $(grep -c '^PASS' "$out/$t.log") PASS, $(grep -c '^FAIL' "$out/$t.log") FAIL" | tee -a "$out/summary.txt"
