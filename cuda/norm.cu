@@ -321,10 +321,15 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
     return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
         typedef decltype(w) W;
-        /* The packet format by size, as the plain LL kernel's. */
+        /* The packet format by size, as the plain LL kernel's; on 2 ranks data only at every size (half the
+         * packets: 1 token x 4096 is one slice, no trade).  On one H200 under MPS, bf16, decode steps in CUDA
+         * graphs, data only against flagged: 2 ranks 4.54-4.56 against 4.66-4.67 us at 1 x 4096, 4.76
+         * against 5.00-5.02 at 4 x 4096, 5.12-5.13 against 5.41 at 1 x 8192; 4 ranks slower, 6.68-6.70
+         * against 6.42 at 1 x 4096, 7.48-7.49 against 7.27-7.28 at 4 x 8192. */
         if (c->plan.kernel == HIAR_KERNEL_LL)
-            return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
-                                                          : launch_fused<T, W, ll_flagged>(a, c, nm);
+            return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN || a->n == 2
+                       ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
+                       : launch_fused<T, W, ll_flagged>(a, c, nm);
         const rows_slot L = rows_slot_of(rows, nm.row_bytes, a->n); /* the rows kernel's layout only */
         return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(L.per < a->max_blocks ? L.per : a->max_blocks),
                                norm_threads(L.stride / HIAR_UNIT),
