@@ -25,7 +25,8 @@ static void release_segment(void *seg, size_t bytes)
     munmap(seg, bytes);
 }
 
-/* What the group does instead when the transport fails. */
+/* What the group does instead when the transport fails (setup_may_fail: another serves it; its failures log at
+ * INFO, not WARN). */
 static const char *instead(const hiar_transport_config_t *cfg)
 {
     return cfg->setup_may_fail ? "not set up" : "staged through host memory";
@@ -54,15 +55,6 @@ static hiar_result_t pin_segment(const hiar_tier_t *t, const hiar_transport_conf
     return rc;
 }
 
-/* A failed setup: WARN, or INFO where another transport serves the group anyway. */
-static void report(const hiar_transport_config_t *cfg, const char *why)
-{
-    if (cfg->setup_may_fail)
-        HIAR_INFO(IPC, "%s", why);
-    else
-        HIAR_WARN(IPC, "%s", why);
-}
-
 static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
                                   size_t len)
 {
@@ -75,7 +67,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
 
     *state = NULL;
     if ((rc = pin_segment(t, cfg, bytes, &seg, &dev, why, len)) != HIAR_SUCCESS) {
-        report(cfg, why);
+        HIAR_LOG_AT(cfg->setup_may_fail ? HIAR_LOG_INFO : HIAR_LOG_WARN, IPC, "%s", why);
         return rc;
     }
     for (int p = 0; p < n; p++)
@@ -87,7 +79,7 @@ static hiar_result_t pinned_setup(const hiar_tier_t *t, const hiar_transport_con
         rc = hiar_kernels_probe(ipc, t->group_comm);
     if (rc != HIAR_SUCCESS) {
         snprintf(why, len, "%s: the pinned-host transport failed (%s)", instead(cfg), hiar_last_error());
-        report(cfg, why);
+        HIAR_LOG_AT(cfg->setup_may_fail ? HIAR_LOG_INFO : HIAR_LOG_WARN, IPC, "%s", why);
         /* Not collective: a peer whose buffers failed has no state to tear down.  No kernel ran yet. */
         if (ipc)
             hiar_transport_pinned.teardown(ipc, t, 0);

@@ -64,15 +64,6 @@ static hiar_result_t segment_open(const char *name, size_t bytes, void **base)
     return HIAR_SUCCESS;
 }
 
-/* A member's own failure, where it happened (the others only learn that one failed). */
-static void log_failure(int quiet)
-{
-    if (quiet)
-        HIAR_INFO(SHM, "%s", hiar_last_error());
-    else
-        HIAR_WARN(SHM, "%s", hiar_last_error());
-}
-
 hiar_result_t hiar_segment_map(MPI_Comm group, int me, size_t bytes, const char *what, int quiet, void **base)
 {
     char name[SEGMENT_NAME_MAX] = "";
@@ -83,11 +74,11 @@ hiar_result_t hiar_segment_map(MPI_Comm group, int me, size_t bytes, const char 
     if (me == 0 && (rc = segment_create(bytes, name, base)) != HIAR_SUCCESS) {
         /* Peers must not look for a segment that is gone (and blame /dev/shm sharing). */
         name[0] = '\0';
-        log_failure(quiet);
+        HIAR_LOG_AT(quiet ? HIAR_LOG_INFO : HIAR_LOG_WARN, SHM, "%s", hiar_last_error());
     }
     hiar_net_bcast(group, name, sizeof(name), 0);
     if (me != 0 && name[0] && (rc = segment_open(name, bytes, base)) != HIAR_SUCCESS)
-        log_failure(quiet);
+        HIAR_LOG_AT(quiet ? HIAR_LOG_INFO : HIAR_LOG_WARN, SHM, "%s", hiar_last_error());
     any_failed = rc != HIAR_SUCCESS || !name[0];
     if (hiar_net_max(group, &any_failed, 1) != HIAR_SUCCESS)
         any_failed = 1;
