@@ -202,6 +202,25 @@ static hiar_plan_t choose_on(const hiar_plan_input_t *in, hiar_via_t via, int nr
     return p;
 }
 
+/* Tuning's block count of candidate k (hiar_plan_t.blocks_log2): -1 half, 1 twice, 0 the count by size. */
+static int blocks_log2_of(int k)
+{
+    return k == HIAR_TUNE_DEV_TWOSHOT_HALF || k == HIAR_TUNE_DEV_HIER_HALF       ? -1
+           : k == HIAR_TUNE_DEV_TWOSHOT_DOUBLE || k == HIAR_TUNE_DEV_HIER_DOUBLE ? 1
+                                                                                 : 0;
+}
+
+/* The candidate of kernel `plain` (TWOSHOT or HIER) at block count log2: its half and double follow it. */
+static int with_blocks(int plain, int log2)
+{
+    _Static_assert(HIAR_TUNE_DEV_TWOSHOT_HALF == HIAR_TUNE_DEV_TWOSHOT + 1 &&
+                       HIAR_TUNE_DEV_TWOSHOT_DOUBLE == HIAR_TUNE_DEV_TWOSHOT + 2 &&
+                       HIAR_TUNE_DEV_HIER_HALF == HIAR_TUNE_DEV_HIER + 1 &&
+                       HIAR_TUNE_DEV_HIER_DOUBLE == HIAR_TUNE_DEV_HIER + 2,
+                   "a block-count candidate follows its kernel's");
+    return plain + (log2 < 0 ? 1 : log2 > 0 ? 2 : 0);
+}
+
 /* Tuning's path for this message (BUILTIN where none): the automatic choice only, never over a forced limit. */
 static int tuned_choice(const hiar_plan_input_t *in)
 {
@@ -230,15 +249,14 @@ static hiar_plan_t choose_ipc_tuned(const hiar_plan_input_t *in, const hiar_plan
         (k == HIAR_KERNEL_PULL && in->pinned))
         return choose_ipc(in, l);
     p = plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
-    p.blocks_log2 = tuned == HIAR_TUNE_DEV_TWOSHOT_HALF ? -1 : tuned == HIAR_TUNE_DEV_TWOSHOT_DOUBLE ? 1 : 0;
+    p.blocks_log2 = blocks_log2_of(tuned);
     return p;
 }
 
 int hiar_plan_tune_candidate(hiar_plan_t p)
 {
     static const int of_kernel[] = {[HIAR_KERNEL_LL] = HIAR_TUNE_DEV_LL, [HIAR_KERNEL_PUSH] = HIAR_TUNE_DEV_PUSH,
-                                    [HIAR_KERNEL_TWOSHOT] = HIAR_TUNE_DEV_TWOSHOT,
-                                    [HIAR_KERNEL_PULL] = HIAR_TUNE_DEV_PULL};
+                                    [HIAR_KERNEL_PULL] = HIAR_TUNE_DEV_PULL}; /* two-shot: by its blocks */
 
     if (p.via == HIAR_VIA_FLAT)
         return HIAR_TUNE_DEV_FLAT;
@@ -247,10 +265,9 @@ int hiar_plan_tune_candidate(hiar_plan_t p)
     if (p.via != HIAR_VIA_DEVICE)
         return HIAR_TUNE_DEV_BUILTIN;
     if (p.alg == HIAR_ALG_HIER || p.alg == HIAR_ALG_HIER_ONESHOT)
-        return p.blocks_log2 < 0 ? HIAR_TUNE_DEV_HIER_HALF : p.blocks_log2 > 0 ? HIAR_TUNE_DEV_HIER_DOUBLE
-                                                                                : HIAR_TUNE_DEV_HIER;
-    if (p.kernel == HIAR_KERNEL_TWOSHOT && p.blocks_log2)
-        return p.blocks_log2 < 0 ? HIAR_TUNE_DEV_TWOSHOT_HALF : HIAR_TUNE_DEV_TWOSHOT_DOUBLE;
+        return with_blocks(HIAR_TUNE_DEV_HIER, p.blocks_log2);
+    if (p.kernel == HIAR_KERNEL_TWOSHOT)
+        return with_blocks(HIAR_TUNE_DEV_TWOSHOT, p.blocks_log2);
     return of_kernel[p.kernel];
 }
 
@@ -289,7 +306,7 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu) {
         hiar_plan_t p = choose_between(in, &l);
         if (p.kernel == HIAR_KERNEL_TWOSHOT) /* the one kernel over groups: tuning's block count */
-            p.blocks_log2 = tuned == HIAR_TUNE_DEV_HIER_HALF ? -1 : tuned == HIAR_TUNE_DEV_HIER_DOUBLE ? 1 : 0;
+            p.blocks_log2 = blocks_log2_of(tuned);
         return p;
     }
     /* On the progress engine the kernels' path never waits on the host: every size takes it. */

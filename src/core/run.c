@@ -62,6 +62,12 @@ hiar_result_t hiar_run_host(void *arg, const hiar_call_t *c)
 }
 
 #ifdef HIAR_HAVE_CUDA
+/* Whether a plan runs on a GPU transport's side: the device grouping's or a second one (side_of). */
+static int on_gpu_side(hiar_via_t via)
+{
+    return via == HIAR_VIA_DEVICE || via == HIAR_VIA_FLAT || via == HIAR_VIA_PINNED;
+}
+
 /* The side whose transport runs a one-group device plan: a second one (the group over the host, the pinned-host
  * transport beside CUDA IPC) or the device grouping's. */
 static hiar_side_t *side_of(hiar_gpu_t *gpu, hiar_via_t via)
@@ -93,7 +99,7 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 static hiar_result_t run_sum(hiar_comm_t *comm, const hiar_call_t *c)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (c->plan.via == HIAR_VIA_DEVICE || c->plan.via == HIAR_VIA_FLAT || c->plan.via == HIAR_VIA_PINNED)
+    if (on_gpu_side(c->plan.via))
         return run_device(comm, c);
     if (c->plan.via == HIAR_VIA_STAGED && comm->gpu)
         return hiar_transport_staged.run(comm->gpu->staged, &comm->gpu->side.tier, c, HIAR_STEP_ALLREDUCE);
@@ -114,8 +120,7 @@ static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 #ifdef HIAR_HAVE_CUDA
     const hiar_side_t *side;
 
-    if ((c->plan.via != HIAR_VIA_DEVICE && c->plan.via != HIAR_VIA_FLAT && c->plan.via != HIAR_VIA_PINNED) ||
-        (c->plan.alg != HIAR_ALG_ONESHOT && c->plan.alg != HIAR_ALG_TWOSHOT))
+    if (!on_gpu_side(c->plan.via) || (c->plan.alg != HIAR_ALG_ONESHOT && c->plan.alg != HIAR_ALG_TWOSHOT))
         return 0;
     side = side_of(comm->gpu, c->plan.via);
     return hiar_transport_runs_kernels(side->tp) && hiar_ipc_norm_fuses(side->state, c);

@@ -45,15 +45,16 @@ typedef enum {
     HIAR_TUNE_DEV_PUSH,
     HIAR_TUNE_DEV_PULL,
     HIAR_TUNE_DEV_TWOSHOT,
-    /* ... two-shot with half and with twice its blocks by size: how many blocks keep a link busy differs by
-     * fabric (PCIe's latency wants more requests in flight than NVLink's), and fewer leave SMs to compute */
+    /* ... two-shot with half and with twice its blocks by size, right after it (core/plan.c with_blocks): how
+     * many blocks keep a link busy differs by fabric (PCIe's latency wants more requests in flight than
+     * NVLink's), and fewer leave SMs to compute */
     HIAR_TUNE_DEV_TWOSHOT_HALF,
     HIAR_TUNE_DEV_TWOSHOT_DOUBLE,
     /* several groups on one host: the group over the host (its kernel by size), or the hierarchical paths */
     HIAR_TUNE_DEV_FLAT,
     HIAR_TUNE_DEV_HIER,
     /* ... the one kernel over groups (ipc-hier-twoshot) with half and twice its blocks by size, where the
-     * hierarchical paths take it: on one H200 4 ranks as 0,1|2,3 took 1.42x the flat group's time at 4 MB with
+     * hierarchical paths take it (right after hier, as above): on one H200 4 ranks as 0,1|2,3 took 1.42x the flat group's time at 4 MB with
      * 66 blocks a rank, about 16 KB a block a step */
     HIAR_TUNE_DEV_HIER_HALF,
     HIAR_TUNE_DEV_HIER_DOUBLE,
