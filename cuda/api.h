@@ -226,7 +226,9 @@ void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps);
  * hiar_ipc_marks_lines gives line() one line per kernel that ran ("ll-norm:
  * 2000 calls, us per call in block 0: ..."), once the GPU has finished them.
  */
+#ifdef HIAR_KERNEL_MARKS
 hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line)(void *arg, const char *text), void *arg);
+#endif
 
 /*
  * The same transport over pinned host memory, for GPUs without P2P

@@ -194,6 +194,7 @@ extern "C" void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps)
     caps->twoshot = ipc->args.max_blocks;
 }
 
+#ifdef HIAR_KERNEL_MARKS
 extern "C" hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line)(void *arg, const char *text),
                                               void *arg)
 {
@@ -221,6 +222,7 @@ extern "C" hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line
     }
     return HIAR_SUCCESS;
 }
+#endif
 
 extern "C" void hiar_ipc_set_peers(hiar_ipc_t *ipc, char *const *bases)
 {
