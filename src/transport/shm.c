@@ -19,16 +19,27 @@
 #define FLAG_STRIDE 128
 #define PAGE 4096
 
+/*
+ * A rank's flag, and beside it a one-shot message of up to INLINE_BYTES: a
+ * peer that sees the flag has the data in the lines it just fetched, where
+ * the message in the slot would take a second transfer after the flag's.
+ * Two per rank, by barrier parity (flag()): a rank writes the one of
+ * barrier e only after every peer passed barrier e - 1, so after every
+ * peer read what it put there at barrier e - 2.
+ */
 typedef struct {
     _Alignas(FLAG_STRIDE) atomic_uint_least64_t epoch;
+    unsigned char data[FLAG_STRIDE - sizeof(atomic_uint_least64_t)]; /* 8-byte aligned: any dtype */
 } hiar_shm_flag_t;
+
+#define INLINE_BYTES sizeof(((hiar_shm_flag_t *)0)->data)
 
 struct hiar_shm {
     int me, n;
     size_t slot_bytes;
     size_t map_bytes;
     void *base;               /* mapping (or private memory when n == 1) */
-    hiar_shm_flag_t *flags;   /* [n] */
+    hiar_shm_flag_t *flags;   /* [n][2] */
     unsigned char *data;      /* [n][2][slot_bytes] */
     uint64_t epoch;           /* barriers passed */
     uint64_t step;            /* calls or chunks started */
@@ -60,7 +71,7 @@ hiar_result_t hiar_shm_create(MPI_Comm group_comm, size_t slot_bytes, hiar_shm_t
     MPI_Comm_rank(group_comm, &s->me);
     MPI_Comm_size(group_comm, &s->n);
     s->slot_bytes = round_up(slot_bytes, PAGE);
-    header = round_up(sizeof(hiar_shm_flag_t) * (size_t)s->n, PAGE);
+    header = round_up(sizeof(hiar_shm_flag_t) * 2 * (size_t)s->n, PAGE);
     s->map_bytes = header + (size_t)s->n * 2 * s->slot_bytes;
     if (s->n == 1) {
         s->base = aligned_alloc(PAGE, s->map_bytes);
@@ -93,21 +104,39 @@ void hiar_shm_destroy(hiar_shm_t *s)
     free(s);
 }
 
-/* All members have reached this point; see shm.h for why one per step suffices. */
-static hiar_result_t barrier(hiar_shm_t *s, hiar_wait_t *wait)
+/* Rank's flag of barrier e. */
+static hiar_shm_flag_t *flag(const hiar_shm_t *s, int rank, uint64_t e)
+{
+    return &s->flags[(size_t)rank * 2 + (e & 1)];
+}
+
+/*
+ * All members have reached this point, each with `bytes` (at most
+ * INLINE_BYTES) of `data` beside its flag, where the peers read it until
+ * their next barrier; see shm.h for why one barrier per step suffices.
+ */
+static hiar_result_t barrier_with(hiar_shm_t *s, const void *data, size_t bytes, hiar_wait_t *wait)
 {
     uint64_t e = ++s->epoch;
+    hiar_shm_flag_t *own = flag(s, s->me, e);
 
-    atomic_store_explicit(&s->flags[s->me].epoch, e, memory_order_release);
+    if (bytes)
+        memcpy(own->data, data, bytes);
+    atomic_store_explicit(&own->epoch, e, memory_order_release);
     for (int p = 0; p < s->n; p++) {
         /* Signed difference: correct across wrap-around of the counter. */
-        while ((int64_t)(atomic_load_explicit(&s->flags[p].epoch, memory_order_acquire) - e) < 0) {
+        while ((int64_t)(atomic_load_explicit(&flag(s, p, e)->epoch, memory_order_acquire) - e) < 0) {
             hiar_result_t rc = hiar_wait_poll(wait);
             if (rc != HIAR_SUCCESS)
                 return rc;
         }
     }
     return HIAR_SUCCESS;
+}
+
+static hiar_result_t barrier(hiar_shm_t *s, hiar_wait_t *wait)
+{
+    return barrier_with(s, NULL, 0, wait);
 }
 
 /* Pointers to the same byte offset in every member's slot, in rank order. */
@@ -124,9 +153,15 @@ hiar_result_t hiar_shm_oneshot(hiar_shm_t *s, const void *sendbuf, void *recvbuf
     size_t bytes = count * hiar_dtype_size(dtype);
 
     s->step++;
-    memcpy(slot(s, s->me, s->step), sendbuf, bytes);
-    HIAR_CHECK(barrier(s, wait));
-    slot_pointers(s, 0, srcs);
+    if (bytes <= INLINE_BYTES) {
+        HIAR_CHECK(barrier_with(s, sendbuf, bytes, wait));
+        for (int p = 0; p < s->n; p++)
+            srcs[p] = flag(s, p, s->epoch)->data;
+    } else {
+        memcpy(slot(s, s->me, s->step), sendbuf, bytes);
+        HIAR_CHECK(barrier(s, wait));
+        slot_pointers(s, 0, srcs);
+    }
     hiar_reduce_host(recvbuf, srcs, s->n, count, dtype, op, divisor);
     return HIAR_SUCCESS;
 }

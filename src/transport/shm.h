@@ -2,12 +2,14 @@
  * Intra-group transport over POSIX shared memory (host buffers).
  *
  * Each rank of a group owns two slots ("double buffering") in one shared
- * segment plus one flag.  A call (or a chunk of one) uses slot step % 2, so
+ * segment, and two flags, each with room for a one-shot message of up to
+ * 120 bytes beside it.  A call (or a chunk of one) uses slot step % 2, so
  * a rank may refill its slot for step k+2 once every peer has passed the
  * first barrier of step k+1, which it cannot do before finishing step k:
  * one-shot needs one barrier per step, reduce-scatter + all-gather two.
  *
  *   one-shot:  copy in | barrier | reduce all slots -> recvbuf
+ *              (up to 120 bytes: the copy in goes beside the barrier's flag)
  *   two-shot:  copy in | barrier | reduce own shards into own slot |
  *              (inter-group step on own shards) | barrier | copy all shards out
  *
