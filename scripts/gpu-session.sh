@@ -11,7 +11,8 @@
 # transport, a killed rank, compute-sanitizer on those kernels), hierblocks
 # (the one kernel over groups under block caps), marks (kernel phase marks of
 # the LL kernels, plain and with the norm), norm (the fused
-# allreduce + RMSNorm, its tests and the decode benchmark), or all (the
+# allreduce + RMSNorm, its tests and the decode benchmark), hostfloor (host
+# buffers' small-message time with and without a visible GPU), or all (the
 # default; on one GPU more than one 10-minute call of the device tool).
 set -u
 out=${1:-gpu-logs}
@@ -181,8 +182,21 @@ sanitize_flat() {
     run sanitizer $san --tool synccheck $bench --impl hiar -b 1K -e 256K -f 16 -n 2 -w 1
 }
 
+# Host buffers on the GPU machine: hiar's 8 B-1 KB floor was about 1.5 us there against Open MPI's 0.73
+# (0.71 against 0.755 on the 2-core CI VM).  Each host call in a CUDA build asks CUDA where its two buffers
+# live (cudaPointerGetAttributes, 0.25-1 us each as others measured): the same run with no GPU visible
+# (CUDA_VISIBLE_DEVICES empty: no query) tells whether that is the gap.  2 rounds, alternated.
+hostfloor_part() {
+    local host="./bench/hiar-bench -m host -d float32 -o sum --impl hiar,mpi -b 8 -e 1K -f 4 -n 20000 -w 500"
+    for round in 1 2; do
+        run bench-hostfloor $mpi -np 2 $host
+        run bench-hostfloor env CUDA_VISIBLE_DEVICES= $mpi -np 2 -x CUDA_VISIBLE_DEVICES $host
+    done
+}
+
 case $part in
 flat) flat_part ;;
+hostfloor) hostfloor_part ;;
 hier) hier_part ;;
 hierblocks) hierblocks_part ;;
 marks) marks_part ;;
