@@ -135,7 +135,7 @@ fi
 # eager and in graphs: test_gpu --quick through it, the PLAN trace naming its calls (PATTERN), and side by side
 # with the built-in paths in one run.
 forced_path() { # PATH NP GROUPS PATTERN FROM
-    local path=$1 np=$2 groups=$3 pattern=$4 from=$5 name cache csv g l t
+    local path=$1 np=$2 groups=$3 pattern=$4 from=$5 name cache csv g l t n rc
     name=$path-np$np${groups:+-groups}
     cache=$out/cache-forced-$name.txt
     echo "== $name: tuning, then $path at every size from the cache" | tee -a "$out/summary.txt"
@@ -147,17 +147,23 @@ forced_path() { # PATH NP GROUPS PATTERN FROM
     HIAR_GROUPS=$groups HIAR_TUNE_CACHE=$cache timeout 300 mpirun --oversubscribe --bind-to none -np "$np" \
         -x HIAR_GROUPS -x HIAR_TUNE_CACHE -x HIAR_TIMEOUT_MS $mps ./tests/gpu/test_gpu --quick \
         >"$out/tests-forced-$name.log" 2>&1
-    echo "-> test_gpu --quick: exit $?; $(grep -E 'passed' "$out/tests-forced-$name.log" | tail -n 1)" |
+    rc=$?
+    echo "-> test_gpu --quick: exit $rc; $(grep -E 'passed' "$out/tests-forced-$name.log" | tail -n 1)" |
         tee -a "$out/summary.txt"
+    [ "$rc" -eq 0 ] || echo "FAIL: test_gpu --quick through $path at every size" | tee -a "$out/summary.txt"
     for g in "" --graph; do
         # shellcheck disable=SC2086
         HIAR_GROUPS=$groups HIAR_TUNE_CACHE=$cache HIAR_DEBUG=TRACE HIAR_DEBUG_SUBSYS=PLAN,INIT,IPC timeout 100 \
             mpirun --oversubscribe --bind-to none -np "$np" -x HIAR_GROUPS -x HIAR_TUNE_CACHE -x HIAR_DEBUG \
             -x HIAR_DEBUG_SUBSYS $mps ./bench/hiar-bench -m device -d bfloat16 --impl hiar -b 1K -e 64M -f 4 -n 5 \
             -w 1 $g >"$out/bench-forced-$name$g.log" 2>&1
-        echo "  hiar-bench ${g:-eager}: $(grep -c -- "$pattern" "$out/bench-forced-$name$g.log") PLAN lines name" \
-            "$pattern, $(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/bench-forced-$name$g.log") sizes with 0 wrong" |
+        # The PLAN trace's path ("N bytes over G groups: PATH, S shards ..."): not the INFO and WARN lines
+        # that name the transport, which TRACE prints too.
+        n=$(grep -cE -- "groups: $pattern, " "$out/bench-forced-$name$g.log")
+        echo "  hiar-bench ${g:-eager}: $n PLAN lines take $pattern," \
+            "$(grep -cE '^ +[0-9]+ +[0-9]+ .* 0$' "$out/bench-forced-$name$g.log") sizes with 0 wrong" |
             tee -a "$out/summary.txt"
+        [ "$n" -gt 0 ] || echo "FAIL: no call took $pattern (hiar-bench ${g:-eager})" | tee -a "$out/summary.txt"
     done
     for l in "-d bfloat16 -b 1K -e 256M -f 4" "-d bfloat16 -b 1K -e 16M -f 4 --graph"; do
         csv=$out/side-forced-$name-$(echo "$l" | tr -d ' -').csv
@@ -179,10 +185,12 @@ if [[ $modes == *device* && $parts == *forced* ]]; then
     HIAR_TUNE_CACHE=$out/cache-pinned-fail.txt HIAR_TUNE=1 HIAR_TUNE_TEST_FAIL=pinned bench 2 "" -m device --tune \
         >"$out/tune-pinned-fail.log" 2>&1
     grep -E "WARN|device paths tuned|beside CUDA IPC" "$out/tune-pinned-fail.log" | head -5 | tee -a "$out/summary.txt"
+    grep -q "device path pinned gave a wrong sum" "$out/tune-pinned-fail.log" ||
+        echo "FAIL: the pinned canary made to fail was not dropped with its WARN" | tee -a "$out/summary.txt"
     for f in ${FORCED:-pinned:2: pinned:4: hier-half:4:0,1|2,3 hier-double:4:0,1|2,3}; do
         IFS=: read -r path np groups <<<"$f"
         # The block counts apply where the one kernel over groups runs: from 4 MB on 2 groups.
-        pattern=pinned- from=0
+        pattern="pinned-(ll|push|pull|twoshot)" from=0
         [ "$path" = hier-half ] && pattern=ipc-hier-twoshot-half from=4194304
         [ "$path" = hier-double ] && pattern=ipc-hier-twoshot-double from=4194304
         forced_path "$path" "$np" "$groups" "$pattern" "$from"
