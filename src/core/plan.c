@@ -305,7 +305,7 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
         return choose_on(in, HIAR_VIA_FLAT, in->flat_nranks, in->pinned);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->between_gpu) {
         hiar_plan_t p = choose_between(in, &l);
-        if (p.kernel == HIAR_KERNEL_TWOSHOT) /* the one kernel over groups: tuning's block count */
+        if (p.kernel == HIAR_KERNEL_TWOSHOT && hier) /* the one kernel over groups: tuning's block count */
             p.blocks_log2 = blocks_log2_of(tuned);
         return p;
     }

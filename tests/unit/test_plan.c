@@ -831,8 +831,11 @@ Test(plan, tuned_hier_block_counts)
         p = hiar_plan_choose(&in);
         cr_expect(p.kernel == HIAR_KERNEL_NONE && p.blocks_log2 == 0, "%s", hiar_plan_name(p));
     }
-    in.tuned_device_n = 0;
+    /* A one group's block-count candidate (a hand-edited cache) leaves the kernel over groups' blocks alone. */
+    memset(dev, HIAR_TUNE_DEV_TWOSHOT_HALF, sizeof(dev));
     in.bytes = 4 * M;
+    cr_expect_str_eq(hiar_plan_name(hiar_plan_choose(&in)), "ipc-hier-twoshot");
+    in.tuned_device_n = 0;
     cr_expect_str_eq(hiar_plan_name(hiar_plan_choose(&in)), "ipc-hier-twoshot");
 }
 
