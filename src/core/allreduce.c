@@ -82,12 +82,22 @@ static hiar_result_t norm_on_device(const hiar_norm_t *nm, int device)
 }
 #endif
 
-/* 1 if either buffer is GPU memory (then both are treated as such). */
-static hiar_result_t on_device(const hiar_call_t *c, int *device)
+/*
+ * 1 if either buffer is GPU memory (then both are treated as such).  Buffers
+ * in registered memory are device memory without asking CUDA, which costs a
+ * driver call per buffer (0.25-1 us each, as others measured).
+ */
+static hiar_result_t on_device(const hiar_comm_t *comm, const hiar_call_t *c, int *device)
 {
     *device = 0;
 #ifdef HIAR_HAVE_CUDA
     int d;
+    size_t bytes = hiar_call_bytes(c);
+    if (comm->gpu && hiar_reg_holds(&comm->gpu->reg, c->sendbuf, bytes) &&
+        (c->recvbuf == c->sendbuf || hiar_reg_holds(&comm->gpu->reg, c->recvbuf, bytes))) {
+        *device = 1;
+        return c->norm ? norm_on_device(c->norm, 1) : HIAR_SUCCESS;
+    }
     HIAR_CHECK(hiar_cuda_is_device_pointer(c->sendbuf, &d));
     *device = d;
     if (c->recvbuf != c->sendbuf) {
@@ -97,6 +107,7 @@ static hiar_result_t on_device(const hiar_call_t *c, int *device)
     if (c->norm)
         HIAR_CHECK(norm_on_device(c->norm, *device));
 #else
+    (void)comm;
     (void)c;
 #endif
     return HIAR_SUCCESS;
@@ -161,7 +172,7 @@ static hiar_result_t capturable(const hiar_comm_t *comm, const hiar_call_t *c)
 static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_result_t rc)
 {
     if (rc == HIAR_SUCCESS && c->count > 0 && !c->device_known)
-        rc = on_device(c, &c->device);
+        rc = on_device(comm, c, &c->device);
     if (rc == HIAR_SUCCESS && c->count > 0)
         rc = plan(comm, c);
     if (rc == HIAR_SUCCESS && c->count > 0)

@@ -113,13 +113,30 @@ void hiar_reg_clear(hiar_reg_t *r, const hiar_reg_group_t *g, int collective)
     r->n = 0;
 }
 
+/* Whether [p, p + bytes) lies in entry e's range on this rank; *off: where. */
+static int entry_holds(const hiar_reg_entry_t *e, const void *p, size_t bytes, size_t *off)
+{
+    *off = (size_t)((const char *)p - e->base);
+    return e->base && (const char *)p >= e->base && *off <= e->bytes && bytes <= e->bytes - *off;
+}
+
+int hiar_reg_holds(const hiar_reg_t *r, const void *p, size_t bytes)
+{
+    size_t off;
+
+    for (int i = 0; i < r->n; i++)
+        if (entry_holds(&r->e[i], p, bytes, &off))
+            return 1;
+    return 0;
+}
+
 int hiar_reg_direct(const hiar_reg_t *r, const void *out, size_t bytes, hiar_ipc_direct_t *d)
 {
     for (int i = 0; i < r->n; i++) {
         const hiar_reg_entry_t *e = &r->e[i];
-        size_t off = (size_t)((const char *)out - e->base);
+        size_t off;
         /* The tag keeps 40 bits of offset. */
-        if (!e->size || (const char *)out < e->base || off > e->bytes || bytes > e->bytes - off || off >> 40)
+        if (!e->size || !entry_holds(e, out, bytes, &off) || off >> 40)
             continue;
         for (int p = 0; p < e->size; p++)
             d->out[p] = e->peer[p] + off;

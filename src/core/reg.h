@@ -43,6 +43,9 @@ int hiar_reg_find(const hiar_reg_t *r, const void *ptr, int *owned);
 void hiar_reg_remove(hiar_reg_t *r, const hiar_reg_group_t *g, int i, int collective);
 void hiar_reg_clear(hiar_reg_t *r, const hiar_reg_group_t *g, int collective);
 
+/* 1 if [p, p + bytes) lies in a range registered on this rank: device memory (hiar_mem_register checks it). */
+int hiar_reg_holds(const hiar_reg_t *r, const void *p, size_t bytes);
+
 /* 1 and d filled if [out, out + bytes) lies in a range mapped on every rank of the group. */
 int hiar_reg_direct(const hiar_reg_t *r, const void *out, size_t bytes, hiar_ipc_direct_t *d);
 
