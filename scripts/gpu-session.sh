@@ -185,13 +185,23 @@ sanitize_flat() {
 # Host buffers on the GPU machine: hiar's 8 B-1 KB floor was about 1.5 us there against Open MPI's 0.73
 # (0.71 against 0.755 on the 2-core CI VM).  Each host call in a CUDA build asks CUDA where its two buffers
 # live (cudaPointerGetAttributes, 0.25-1 us each as others measured): the same run with no GPU visible
-# (CUDA_VISIBLE_DEVICES empty: no query) tells whether that is the gap.  2 rounds, alternated.
+# (CUDA_VISIBLE_DEVICES empty: no query) tells whether that is the gap; so do device buffers from
+# hiar_mem_alloc (no query) against cudaMalloc's.  2 rounds, alternated.
 hostfloor_part() {
     local host="./bench/hiar-bench -m host -d float32 -o sum --impl hiar,mpi -b 8 -e 1K -f 4 -n 20000 -w 500"
     for round in 1 2; do
         run bench-hostfloor $mpi -np 2 $host
         run bench-hostfloor env CUDA_VISIBLE_DEVICES= $mpi -np 2 -x CUDA_VISIBLE_DEVICES $host
     done
+    # Device buffers, eager, where LL runs either way: from hiar_mem_alloc (--register) a call asks CUDA
+    # nothing about its buffers, from cudaMalloc it asks twice.
+    mps_start
+    for round in 1 2; do
+        for reg in "" --register; do
+            run bench-hostfloor $mpi -np 2 $bench --impl hiar -b 1K -e 64K -f 4 -n 2000 -w 100 $reg
+        done
+    done
+    mps_stop
 }
 
 case $part in
