@@ -486,11 +486,25 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
         finish_call(h.between[k], eb[k]);
 }
 
+/*
+ * Shards of up to 2 MB (messages up to 4 MB on 2 groups) take at most half
+ * the cap.  One H200, 4 ranks as 0,1|2,3 under MPS (cap 66), bf16, 33
+ * blocks (HIAR_MAX_BLOCKS) against the cap, 2 rounds: 2 MB 56.3-57.0
+ * against 64.6-65.9 us eager, 50.7 against 58.6 in a graph; 4 MB 77.1-77.5
+ * against 81.8-83.0, 69.9 against 75.4; 8 MB lost (119.5 against 114.8),
+ * and 16, 24 or 48 blocks did no better at 2-4 MB.
+ */
+#define HIER_HALF_CAP_SHARD (2u << 20)
+
 cudaError_t hiar_ipc_launch_hier_twoshot(const hiar_ipc_hier_args_t *h, const hiar_call_t *c)
 {
     size_t bytes = hiar_call_bytes(c), chunk = c->plan.chunk;
-    unsigned blocks = hiar_blocks_scaled((bytes < chunk ? bytes : chunk) / (size_t)c->nshards, c->plan.blocks_log2);
+    size_t shard = (bytes < chunk ? bytes : chunk) / (size_t)c->nshards;
+    unsigned blocks = hiar_blocks_scaled(shard, c->plan.blocks_log2);
     unsigned max_blocks = h->max_blocks < HIAR_IPC_MAX_BLOCKS ? h->max_blocks : HIAR_IPC_MAX_BLOCKS;
+
+    if (shard <= HIER_HALF_CAP_SHARD)
+        max_blocks = (max_blocks + 1) / 2;
 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         return hiar_ipc_launch(&h->between[0], hier_twoshot<decltype(tag)>, blocks < max_blocks ? blocks : max_blocks,
