@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/hostmem.h"
 #include "cuda/api.h"
 #include "cuda/check.h"
 
@@ -26,7 +27,7 @@ extern "C" hiar_result_t hiar_cuda_pointer_device(const void *ptr, int *device)
     cudaPointerAttributes attr;
 
     *device = -1;
-    if (!cuda_usable())
+    if (!cuda_usable() || hiar_host_memory_known(ptr, 1))
         return HIAR_SUCCESS;
     if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
         cudaGetLastError(); /* not a pointer CUDA knows: host memory */

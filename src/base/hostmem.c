@@ -1,0 +1,68 @@
+/* Host memory known without CUDA (hostmem.h): the brk heap and the calling thread's stack. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/hostmem.h"
+
+static uintptr_t heap_start; /* the initial break (start_brk); 0: unknown */
+static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
+
+/* start_brk is field 47 of /proc/self/stat (Linux 3.5 and later); the command name, field 2, ends at the last ')'. */
+static void read_heap_start(void)
+{
+    char line[4096], *p;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(line, 1, sizeof(line) - 1, f) : 0;
+    unsigned long long v = 0;
+
+    if (f)
+        fclose(f);
+    line[n] = '\0';
+    p = n ? strrchr(line, ')') : NULL;
+    for (int field = 2; p && field < 47; field++)
+        p = strchr(p + 1, ' ');
+    if (p && sscanf(p + 1, "%llu", &v) == 1)
+        heap_start = (uintptr_t)v;
+}
+
+static int in_heap(uintptr_t lo, uintptr_t hi)
+{
+    pthread_once(&heap_once, read_heap_start);
+    return heap_start && lo >= heap_start && hi <= (uintptr_t)sbrk(0);
+}
+
+/* The top of the calling thread's stack (0: unknown), asked once per thread. */
+static uintptr_t stack_top(void)
+{
+    static _Thread_local uintptr_t top;
+    static _Thread_local int asked;
+    pthread_attr_t attr;
+    void *base;
+    size_t size;
+
+    if (!asked) {
+        asked = 1;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &base, &size) == 0)
+                top = (uintptr_t)base + size;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    return top;
+}
+
+int hiar_host_memory_known(const void *p, size_t bytes)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytes, frame = (uintptr_t)__builtin_frame_address(0), top;
+
+    if (!p || hi < lo)
+        return 0;
+    if (in_heap(lo, hi))
+        return 1;
+    /* Between this frame and the top, the stack is the live frames of this thread's callers. */
+    top = stack_top();
+    return top && lo >= frame && hi <= top;
+}
