@@ -7,25 +7,28 @@
 
 #include "base/hostmem.h"
 
-static uintptr_t heap_start; /* the initial break (start_brk); 0: unknown */
+static uintptr_t heap_start; /* where the brk heap begins; 0: unknown */
 static pthread_once_t heap_once = PTHREAD_ONCE_INIT;
 
-/* start_brk is field 47 of /proc/self/stat (Linux 3.5 and later); the command name, field 2, ends at the last ')'. */
+/*
+ * The start of the [heap] mapping in /proc/self/maps, read once.  Not
+ * /proc/self/stat's start_brk: under valgrind the program's break is
+ * emulated elsewhere (below start_brk there) and no mapping is named
+ * [heap], so none is known.
+ */
 static void read_heap_start(void)
 {
-    char line[4096], *p;
-    FILE *f = fopen("/proc/self/stat", "r");
-    size_t n = f ? fread(line, 1, sizeof(line) - 1, f) : 0;
-    unsigned long long v = 0;
+    char line[512];
+    unsigned long long lo;
+    FILE *f = fopen("/proc/self/maps", "r");
 
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, "[heap]") && sscanf(line, "%llx-", &lo) == 1) {
+            heap_start = (uintptr_t)lo;
+            break;
+        }
     if (f)
         fclose(f);
-    line[n] = '\0';
-    p = n ? strrchr(line, ')') : NULL;
-    for (int field = 2; p && field < 47; field++)
-        p = strchr(p + 1, ' ');
-    if (p && sscanf(p + 1, "%llu", &v) == 1)
-        heap_start = (uintptr_t)v;
 }
 
 static int in_heap(uintptr_t lo, uintptr_t hi)

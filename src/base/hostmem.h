@@ -15,8 +15,9 @@
 extern "C" {
 #endif
 
-/* 1 if [p, p + bytes) lies in the brk heap below the current break or on the calling thread's stack above
- * the caller's frame: host memory for sure.  0: not known (ask CUDA). */
+/* 1 if [p, p + bytes) lies in the brk heap (from the [heap] mapping's start, seen at the first call, to the
+ * current break) or on the calling thread's stack above the caller's frame: host memory for sure.  0: not
+ * known (ask CUDA). */
 int hiar_host_memory_known(const void *p, size_t bytes);
 
 #ifdef __cplusplus

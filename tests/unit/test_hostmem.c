@@ -2,6 +2,8 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,14 +18,36 @@ Test(hostmem, stack_of_the_caller)
     cr_expect(hiar_host_memory_known(buf, sizeof(buf)));
 }
 
-/* Memory taken with sbrk (malloc's may come from elsewhere: ASan's allocator maps its own). */
+/* Where the kernel's [heap] mapping is (none under valgrind, which emulates the break elsewhere). */
+static int heap_mapping(uintptr_t *lo, uintptr_t *hi)
+{
+    char line[512];
+    unsigned long long a = 0, b = 0;
+    int found = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = strstr(line, "[heap]") && sscanf(line, "%llx-%llx", &a, &b) == 2;
+    if (f)
+        fclose(f);
+    *lo = (uintptr_t)a;
+    *hi = (uintptr_t)b;
+    return found;
+}
+
+/* Memory taken with sbrk (malloc's may come from elsewhere: ASan's allocator maps its own): known exactly
+ * where the [heap] mapping holds it. */
 Test(hostmem, brk_heap_below_the_break)
 {
     char *p = sbrk(4096);
+    uintptr_t lo = 0, hi = 0;
+    int heap;
 
     cr_assert(p != (void *)-1);
-    cr_expect(hiar_host_memory_known(p, 4096));
-    cr_expect(hiar_host_memory_known(p + 4000, 96));
+    heap = heap_mapping(&lo, &hi) && (uintptr_t)p >= lo && (uintptr_t)p + 4096 <= hi;
+    cr_expect_eq(hiar_host_memory_known(p, 4096), heap, "sbrk'd memory %p, [heap] %#lx-%#lx", (void *)p,
+                 (unsigned long)lo, (unsigned long)hi);
+    cr_expect_eq(hiar_host_memory_known(p + 4000, 96), heap);
     cr_expect(!hiar_host_memory_known(p + 4000, 4096), "a range past the break is not known");
     cr_expect(!hiar_host_memory_known((char *)sbrk(0) + 4096, 8), "above the break");
 }
