@@ -37,35 +37,39 @@ static int in_heap(uintptr_t lo, uintptr_t hi)
     return heap_start && lo >= heap_start && hi <= (uintptr_t)sbrk(0);
 }
 
-/* The top of the calling thread's stack (0: unknown), asked once per thread. */
-static uintptr_t stack_top(void)
+/* The calling thread's stack, [*base, top) (top 0: unknown), asked once per thread. */
+static uintptr_t thread_stack(uintptr_t *base)
 {
-    static _Thread_local uintptr_t top;
+    static _Thread_local uintptr_t lo, top;
     static _Thread_local int asked;
     pthread_attr_t attr;
-    void *base;
+    void *addr;
     size_t size;
 
     if (!asked) {
         asked = 1;
         if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            if (pthread_attr_getstack(&attr, &base, &size) == 0)
-                top = (uintptr_t)base + size;
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+                lo = (uintptr_t)addr;
+                top = lo + size;
+            }
             pthread_attr_destroy(&attr);
         }
     }
+    *base = lo;
     return top;
 }
 
 int hiar_host_memory_known(const void *p, size_t bytes)
 {
-    uintptr_t lo = (uintptr_t)p, hi = lo + bytes, frame = (uintptr_t)__builtin_frame_address(0), top;
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytes, frame = (uintptr_t)__builtin_frame_address(0), base, top;
 
     if (!p || hi < lo)
         return 0;
     if (in_heap(lo, hi))
         return 1;
-    /* Between this frame and the top, the stack is the live frames of this thread's callers. */
-    top = stack_top();
-    return top && lo >= frame && hi <= top;
+    /* Between this frame and the top, the stack is the live frames of this thread's callers; only where this
+     * frame is on the thread's own stack: on a fiber's or a signal stack, [frame, top) spans other mappings. */
+    top = thread_stack(&base);
+    return top && frame >= base && frame < top && lo >= frame && hi <= top;
 }

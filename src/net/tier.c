@@ -9,14 +9,14 @@
 static hiar_result_t shard_comms(hiar_tier_t *t, MPI_Comm mpi)
 {
     t->shard_comm = malloc(sizeof(MPI_Comm) * (size_t)t->nshards);
+    for (int s = 0; t->shard_comm && s < t->nshards; s++)
+        t->shard_comm[s] = MPI_COMM_NULL; /* before the agreement: a failure frees the tier */
     /* Agreed: a rank that failed here must not leave the others in the splits below. */
     HIAR_CHECK(hiar_net_agree(mpi,
                               t->shard_comm ? HIAR_SUCCESS
                                             : hiar_error_set(HIAR_NO_MEMORY, "cannot allocate %d shard communicators",
                                                              t->nshards),
                               "the shard communicators"));
-    for (int s = 0; s < t->nshards; s++)
-        t->shard_comm[s] = MPI_COMM_NULL;
     for (int s = 0; t->groups.ngroups > 1 && s < t->nshards; s++)
         HIAR_MPI_CHECK(MPI_Comm_split(mpi, hiar_tier_owns(t, s) ? 0 : MPI_UNDEFINED, t->group, &t->shard_comm[s]));
     return HIAR_SUCCESS;

@@ -80,3 +80,33 @@ Test(hostmem, stack_of_another_thread)
     pthread_join(t, &known);
     cr_expect(known == (void *)1, "a thread's own stack");
 }
+
+/* On a stack of its own (a fiber), the thread's stack top says nothing: mmap'd memory above the fiber's
+ * stack, where CUDA may map device memory, must not be taken for host memory. */
+#include <ucontext.h>
+
+static ucontext_t main_ctx, fiber_ctx;
+static void *above;
+static int above_known = -1;
+
+static void fiber(void)
+{
+    above_known = hiar_host_memory_known(above, 64);
+}
+
+Test(hostmem, fiber_stack_knows_nothing_above_it)
+{
+    size_t size = 1 << 20;
+    char *stack = mmap(NULL, 2 * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    cr_assert(stack != MAP_FAILED);
+    above = stack + size; /* the upper half: above the fiber's stack, below the thread's stack top */
+    cr_assert(getcontext(&fiber_ctx) == 0);
+    fiber_ctx.uc_stack.ss_sp = stack;
+    fiber_ctx.uc_stack.ss_size = size;
+    fiber_ctx.uc_link = &main_ctx;
+    makecontext(&fiber_ctx, fiber, 0);
+    cr_assert(swapcontext(&main_ctx, &fiber_ctx) == 0);
+    cr_expect_eq(above_known, 0, "memory above a fiber's stack taken for host memory");
+    munmap(stack, 2 * size);
+}
