@@ -96,13 +96,13 @@ static hiar_result_t on_device(const hiar_comm_t *comm, const hiar_call_t *c, in
     if (comm->gpu && hiar_reg_holds(&comm->gpu->reg, c->sendbuf, bytes) &&
         (c->recvbuf == c->sendbuf || hiar_reg_holds(&comm->gpu->reg, c->recvbuf, bytes))) {
         *device = 1;
-        return c->norm ? norm_on_device(c->norm, 1) : HIAR_SUCCESS;
-    }
-    HIAR_CHECK(hiar_cuda_is_device_pointer(c->sendbuf, &d));
-    *device = d;
-    if (c->recvbuf != c->sendbuf) {
-        HIAR_CHECK(hiar_cuda_is_device_pointer(c->recvbuf, &d));
-        *device |= d;
+    } else {
+        HIAR_CHECK(hiar_cuda_is_device_pointer(c->sendbuf, &d));
+        *device = d;
+        if (c->recvbuf != c->sendbuf) {
+            HIAR_CHECK(hiar_cuda_is_device_pointer(c->recvbuf, &d));
+            *device |= d;
+        }
     }
     if (c->norm)
         HIAR_CHECK(norm_on_device(c->norm, *device));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "base/hostmem.h"
@@ -83,8 +84,6 @@ Test(hostmem, stack_of_another_thread)
 
 /* On a stack of its own (a fiber), the thread's stack top says nothing: mmap'd memory above the fiber's
  * stack, where CUDA may map device memory, must not be taken for host memory. */
-#include <ucontext.h>
-
 static ucontext_t main_ctx, fiber_ctx;
 static void *above;
 static int above_known = -1;
