@@ -210,10 +210,14 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_
 
 /*
  * How kernels launch: the group's caps (twoshot also within
- * HIAR_IPC_BLOCKS_MAX), and pdl = 1 for programmatic dependent launch where
- * the kernels were built for it (sm_90 and later).  Returns 1 if they use it.
+ * HIAR_IPC_BLOCKS_MAX), pdl = 1 for programmatic dependent launch and
+ * clusters = 1 for thread-block clusters (the fused norm's slices) where the
+ * kernels were built for them and the GPU has them (sm_90 and later).
+ * Returns the HIAR_IPC_LAUNCH_* they use.
  */
-int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl);
+#define HIAR_IPC_LAUNCH_PDL 1
+#define HIAR_IPC_LAUNCH_CLUSTERS 2
+int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters);
 void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps);
 
 /*

@@ -179,6 +179,7 @@ template <typename T, int W> struct unit_acc {
 /* ---- unit loads/stores: vectors when aligned and whole, elements otherwise ---- */
 
 template <int W> struct unit_bits;
+template <> struct unit_bits<4> { typedef uint32_t type; };
 template <> struct unit_bits<8> { typedef uint2 type; };
 template <> struct unit_bits<16> { typedef uint4 type; };
 
@@ -200,9 +201,11 @@ template <int W>
 __device__ __forceinline__ typename unit_bits<W>::type load_unit(const char *base, size_t off,
                                                                  size_t bytes, int esize)
 {
-    typename unit_bits<W>::type u = {};
     if (off + W <= bytes && ((uintptr_t)(base + off) % W) == 0)
         return *reinterpret_cast<const typename unit_bits<W>::type *>(base + off);
+    /* Declared here, not above: u's address is taken, so it lives in local memory, and its zeroing
+     * went before the branch, a 16-byte local store per unit on the full-unit path too. */
+    typename unit_bits<W>::type u = {};
     int n = bytes - off < (size_t)W ? (int)(bytes - off) : W;
     copy_elements(reinterpret_cast<char *>(&u), base + off, n, esize);
     return u;
@@ -216,8 +219,11 @@ __device__ __forceinline__ void store_unit(char *base, size_t off, size_t bytes,
         *reinterpret_cast<typename unit_bits<W>::type *>(base + off) = u;
         return;
     }
+    /* A copy: the address taken here stays in this cold branch (taken of u, it put every caller's
+     * unit in local memory). */
+    typename unit_bits<W>::type t = u;
     int n = bytes - off < (size_t)W ? (int)(bytes - off) : W;
-    copy_elements(base + off, reinterpret_cast<const char *>(&u), n, esize);
+    copy_elements(base + off, reinterpret_cast<const char *>(&t), n, esize);
 }
 
 /* Reads a unit that peers wrote into this GPU's memory: bypass L1 (not coherent). */

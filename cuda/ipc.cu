@@ -173,9 +173,10 @@ static unsigned within(unsigned blocks, unsigned max)
     return blocks < 1 ? 1 : blocks > max ? max : blocks;
 }
 
-extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl)
+extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters)
 {
     hiar_ipc_args_t *a = &ipc->args;
+    int device = 0, cluster_launch = 0;
 
     /* The push ring and the flags are laid out for at most these many. */
     a->ll_blocks = within(caps->ll, HIAR_IPC_ONESHOT_BLOCKS);
@@ -184,7 +185,12 @@ extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps,
     /* Kernels built from PTX older than sm_90 have no griddepcontrol.wait
      * (begin_call), and must not start before the kernel ahead of them ends. */
     a->pdl = pdl && hiar_ipc_ptx_version() >= 90;
-    return a->pdl;
+    /* Likewise for the cluster barrier and shared memory of the fused norm's slices (cuda/norm.cu). */
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device) != cudaSuccess)
+        cudaGetLastError();
+    a->clusters = clusters && cluster_launch && hiar_ipc_ptx_version() >= 90;
+    return (a->pdl ? HIAR_IPC_LAUNCH_PDL : 0) | (a->clusters ? HIAR_IPC_LAUNCH_CLUSTERS : 0);
 }
 
 extern "C" void hiar_ipc_get_caps(const hiar_ipc_t *ipc, hiar_ipc_caps_t *caps)

@@ -77,6 +77,7 @@ typedef struct {
     /* Most blocks of each kernel, the same on every rank of the group (hiar_ipc_set_launch). */
     unsigned max_blocks, push_blocks, ll_blocks;
     int pdl;             /* launch for programmatic dependent launch (hiar_ipc_launch) */
+    int clusters;        /* kernels may run in thread-block clusters (sm_90: hiar_ipc_launch_clusters) */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;
 
@@ -101,25 +102,41 @@ __host__ __device__ static inline size_t hiar_ipc_probe_offset(int sender)
 /*
  * Launches kernel k with grid x block threads on stream, where a->pdl with
  * the attribute that lets it start before the previous kernel on the stream
- * ends (the kernel waits for it in begin_call, device.cuh).  Measured on 2
- * H200 in CUDA graphs: see doc/guide.md.
+ * ends (the kernel waits for it in begin_call, device.cuh), and with cluster
+ * > 1 in thread-block clusters of that many blocks (grid a multiple of it;
+ * a->clusters says whether the kernels can).  Measured on 2 H200 in CUDA
+ * graphs: see doc/guide.md.
  */
 #ifdef __CUDACC__
+template <typename... P, typename... A>
+static cudaError_t hiar_ipc_launch_clusters(const hiar_ipc_args_t *a, void (*k)(P...), unsigned grid, unsigned block,
+                                            unsigned cluster, cudaStream_t stream, A... args)
+{
+    cudaLaunchAttribute attr[2];
+    cudaLaunchConfig_t cfg = {};
+
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    if (a->pdl) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster > 1) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = cluster;
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs++].val.clusterDim.z = 1;
+    }
+    return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
 template <typename... P, typename... A>
 static cudaError_t hiar_ipc_launch(const hiar_ipc_args_t *a, void (*k)(P...), unsigned grid, unsigned block,
                                    cudaStream_t stream, A... args)
 {
-    cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = {};
-
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(block);
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = a->pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k, args...);
+    return hiar_ipc_launch_clusters(a, k, grid, block, 1, stream, args...);
 }
 #endif
 

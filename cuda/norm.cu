@@ -32,6 +32,16 @@
  * token, 6.02 against 5.43 at 8192, 1 token, 5.59 against 5.73 at 8192, 16
  * tokens; two packets kept per thread (slices of 1024) spilled at the 64
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
+ * In thread-block clusters (sm_90, HIAR_CLUSTERS): the trade is one
+ * cluster barrier and stores into the other blocks' shared memory, not
+ * round trips through L2, so a row is cut as the plain LL kernel cuts a
+ * message, in blocks of 128 packets (at most 8 slices, the portable
+ * cluster size): the push and the gather of a 1-4 token step spread over
+ * 4-8 SMs instead of 1-2, where 16 warps of one block queued behind each
+ * other's instructions.  The marks of 2026-12-05 (one H200, 2 ranks, 1-16
+ * tokens x 4096, us per call in block 0): the fused kernel's push 1.10
+ * against the plain LL kernel's 0.52, its gather 1.93 against 0.72, its
+ * trade of partials at 4 ranks 1.03.
  * Tried and not kept (2026-12-03, same setup, against this kernel in an
  * earlier machine start): the partials polled at once by a warp, a lane per
  * slice, took 4.47 against 4.64 at 2 ranks, 1 token x 4096, but 6.62
@@ -60,75 +70,133 @@
 #include "ll.cuh"
 #include "norm.cuh"
 
-/* Packets of a slice: one per thread of a full block (see above). */
+/* Packets of a slice: one per thread of a full block (see above); in clusters, of a block of LL_THREADS, as
+ * the plain LL kernel's, at most NORM_CLUSTER_MAX slices (the portable cluster size). */
 #define NORM_SLICE_PACKETS HIAR_THREADS
+#define NORM_CLUSTER_SLICE_PACKETS 128
+#define NORM_CLUSTER_MAX 8
+
+/* Cluster barrier of every thread of the cluster: the writes before it (shared memory of other blocks
+ * included) are seen by every thread after it. */
+__device__ __forceinline__ void cluster_sync()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+/* *local (a __shared__ word) = v in the block of cluster rank `rank`. */
+__device__ __forceinline__ void cluster_put(uint32_t *local, unsigned rank, uint32_t v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t remote, addr = (uint32_t)__cvta_generic_to_shared(local);
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
+#endif
+}
 
 /*
  * The row's sum of squares from its `slices` blocks' partials (this block's
- * is `mine`): published with the call's epoch, gathered in slice order.
- * false: gave up waiting (a block of the row gave up).
+ * is `mine`), summed in slice order; ok: this block's outcome so far (the
+ * same on all its threads).  Returns whether every block of the row got
+ * there (false: give up).  With several slices a block has one row
+ * (norm_slices).
+ *
+ * In a cluster (one per row: rank = slice), thread s writes this block's
+ * partial and outcome into slice s's shared memory, then one cluster
+ * barrier, and every thread sums what its own block received.  Every block
+ * of the cluster takes part, one that gave up or found the comm failed
+ * included: so each passes the one barrier, after every write into it (none
+ * writes into a block that has exited).
+ *
+ * Else through global memory: partials published with the call's epoch and
+ * polled by thread 0; a block that gave up publishes nothing, and the others
+ * give up at their bound.
  */
-__device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t e, unsigned slices, float mine,
-                                             float *sum, hiar_waiter &w)
+__device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t e, unsigned slices, bool clustered,
+                                             bool ok, float mine, float *sum, hiar_waiter &w)
 {
+    __shared__ uint32_t traded[2][NORM_CLUSTER_MAX]; /* [partial's bits, outcome][slice] */
     __shared__ float total;
-    __shared__ int ok;
+    __shared__ int fine;
     volatile uint64_t *partial = a.state->norm_partial;
     const uint32_t tag = (uint32_t)e;
 
     if (slices == 1) {
         *sum = mine;
-        return true;
+        return ok;
     }
+    if (clustered) {
+        float t = 0;
+        bool all = true;
+        if (threadIdx.x < slices) {
+            cluster_put(&traded[0][blockIdx.x % slices], threadIdx.x, __float_as_uint(mine));
+            cluster_put(&traded[1][blockIdx.x % slices], threadIdx.x, ok);
+        }
+        cluster_sync();
+        for (unsigned s = 0; s < slices; s++) {
+            t += __uint_as_float(traded[0][s]);
+            all = all && traded[1][s];
+        }
+        *sum = t;
+        return all;
+    }
+    if (!ok)
+        return false;
     if (threadIdx.x == 0) {
         unsigned first = blockIdx.x / slices * slices;
         float t = 0;
-        bool fine = true;
+        bool good = true;
         partial[blockIdx.x] = (uint64_t)tag << 32 | __float_as_uint(mine);
-        for (unsigned s = 0; s < slices && fine; s++) {
+        for (unsigned s = 0; s < slices && good; s++) {
             uint64_t v = partial[first + s];
-            while ((uint32_t)(v >> 32) != tag && (fine = waiter_poll(w)))
+            while ((uint32_t)(v >> 32) != tag && (good = waiter_poll(w)))
                 v = partial[first + s];
             t += __uint_as_float((uint32_t)v);
         }
         total = t;
-        ok = fine;
+        fine = good;
     }
     __syncthreads();
     *sum = total;
-    return __syncthreads_and(ok);
+    return __syncthreads_and(fine);
 }
 
 template <typename T, typename W, typename F>
 __global__ void __launch_bounds__(HIAR_THREADS, 2)
-    oneshot_ll_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows, unsigned slices)
+    oneshot_ll_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows, unsigned slices,
+                    bool clustered)
 {
     mark(a, HIAR_MARK_ENTRY);
     const uint64_t e = begin_call(a);
-    if (comm_failed(a.failed))
+    /* In a cluster a block goes on to its row's trade, having done nothing else (norm_row_sum). */
+    const bool dead = comm_failed(a.failed);
+    if (dead && !clustered)
         return;
     mark(a, HIAR_MARK_BEGUN);
     const uint32_t parity = e & 1;
-    const size_t ppr = nm.row_bytes / F::DATA, bytes = rows * nm.row_bytes, per_wave = gridDim.x / slices;
-    const size_t lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;
+    /* 32-bit indices: the call fits the packet area (HIAR_IPC_LL_MAX_BYTES); 64-bit ones spilled registers. */
+    const unsigned ppr = (unsigned)(nm.row_bytes / F::DATA), per_wave = gridDim.x / slices;
+    const unsigned lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;
+    const size_t bytes = rows * nm.row_bytes;
     /* A packet per thread at most: r and the weights stay in registers between the passes. */
     const bool single = hi - lo <= blockDim.x;
     hiar_waiter w = waiter_begin(a);
-    bool ok = true;
+    bool ok = !dead;
 
-    for (size_t row = blockIdx.x / slices; row < rows; row += per_wave)
-        for (size_t k = lo + threadIdx.x; k < hi; k += blockDim.x) {
-            size_t i = row * ppr + k;
+    for (unsigned row = blockIdx.x / slices; ok && row < rows; row += per_wave)
+        for (unsigned k = lo + threadIdx.x; k < hi; k += blockDim.x) {
+            unsigned i = row * ppr + k;
             ll_push(a, parity, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize))));
         }
     mark(a, HIAR_MARK_PUSHED);
-    for (size_t row = blockIdx.x / slices; row < rows; row += per_wave) {
+    for (unsigned row = blockIdx.x / slices; row < rows; row += per_wave) {
         char *r = nm.residual ? nm.residual : out;
         float sumsq = 0, scale;
-        typename F::data kept = {};
+        typename F::data kept;
         norm_weights<T, W, F::DATA> wk;
-        for (size_t k = lo + threadIdx.x; k < hi && ok; k += blockDim.x) {
-            size_t i = row * ppr + k;
+        for (unsigned k = lo + threadIdx.x; k < hi && ok; k += blockDim.x) {
+            unsigned i = row * ppr + k;
             /* Issued before the wait for the peers' packets, so that their latency hides in it. */
             typename F::data s, old = norm_old<F::DATA>(nm, row, k);
             unit_acc<T, F::DATA> acc;
@@ -142,21 +210,24 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
             if (!nm.residual && !single)
                 store_unit<F::DATA>(out + row * nm.row_bytes, k * F::DATA, nm.row_bytes, nm.esize, s);
         }
-        if (__syncthreads_or(!ok))
-            break;
-        mark(a, HIAR_MARK_GATHERED);
-        release_next_kernel(); /* every peer's packets of the part arrived: see device.cuh */
-        if (!norm_row_sum(a, e, slices, norm_block_sum(sumsq), &sumsq, w))
+        ok = !__syncthreads_or(!ok);
+        if (ok) {
+            mark(a, HIAR_MARK_GATHERED);
+            release_next_kernel(); /* every peer's packets of the part arrived: see device.cuh */
+        }
+        if (!norm_row_sum(a, e, slices, clustered, ok, norm_block_sum(sumsq), &sumsq, w))
             break;
         mark(a, HIAR_MARK_SUMMED);
         scale = norm_scale(nm, sumsq);
         if (single && lo + threadIdx.x < hi)
             store_unit<F::DATA>(out + row * nm.row_bytes, (lo + threadIdx.x) * F::DATA, nm.row_bytes, nm.esize,
-                                wk.apply(kept, scale));
-        for (size_t k = lo + threadIdx.x; k < hi && !single; k += blockDim.x)
+                                wk.apply(kept, scale, nm.weight_offset));
+        for (unsigned k = lo + threadIdx.x; k < hi && !single; k += blockDim.x)
             norm_store<T, W, F::DATA>(nm, r, out, row, k, scale);
         mark(a, HIAR_MARK_STORED);
     }
+    if (dead)
+        return;
     finish_call(a, e);
     mark_end(a, HIAR_MARK_LL_NORM);
 }
@@ -268,15 +339,16 @@ static norm_row_args row_args(const hiar_call_t *c)
 }
 
 /*
- * Slices per row: as many blocks per row as give each at most
- * NORM_SLICE_PACKETS packets, while rows x slices blocks fit the LL cap
- * (so a block has one row); else one.
+ * Slices per row: as many blocks per row as give each at most `packets`
+ * packets, at most `most`, while rows x slices blocks fit the LL cap (so a
+ * block has one row); else one.
  */
-static unsigned norm_slices(size_t rows, size_t ppr, unsigned max_blocks)
+static unsigned norm_slices(size_t rows, size_t ppr, unsigned max_blocks, size_t packets, size_t most)
 {
-    size_t want = (ppr + NORM_SLICE_PACKETS - 1) / NORM_SLICE_PACKETS, fit = max_blocks / rows;
+    size_t want = (ppr + packets - 1) / packets, fit = max_blocks / rows;
     size_t slices = want < fit ? want : fit;
 
+    slices = slices < most ? slices : most;
     return slices > 1 ? (unsigned)slices : 1;
 }
 
@@ -284,12 +356,14 @@ template <typename T, typename W, typename F>
 static cudaError_t launch_fused(const hiar_ipc_args_t *a, const hiar_call_t *c, const norm_row_args &nm)
 {
     size_t rows = c->count / nm.hidden, ppr = nm.row_bytes / F::DATA;
-    unsigned slices = norm_slices(rows, ppr, a->ll_blocks);
+    unsigned slices = a->clusters ? norm_slices(rows, ppr, a->ll_blocks, NORM_CLUSTER_SLICE_PACKETS, NORM_CLUSTER_MAX)
+                                  : norm_slices(rows, ppr, a->ll_blocks, NORM_SLICE_PACKETS, a->ll_blocks);
     unsigned blocks = (unsigned)(rows * slices < a->ll_blocks ? rows * slices : a->ll_blocks / slices * slices);
+    const bool clustered = a->clusters && slices > 1;
 
-    return hiar_ipc_launch(a, oneshot_ll_norm<T, W, F>, blocks, norm_threads((ppr + slices - 1) / slices),
-                           (cudaStream_t)c->stream, *a, (const char *)c->sendbuf, (char *)c->recvbuf, nm, rows,
-                           slices);
+    return hiar_ipc_launch_clusters(a, oneshot_ll_norm<T, W, F>, blocks, norm_threads((ppr + slices - 1) / slices),
+                                    clustered ? slices : 1, (cudaStream_t)c->stream, *a, (const char *)c->sendbuf,
+                                    (char *)c->recvbuf, nm, rows, slices, clustered);
 }
 
 /* launch(T(), W()) for activations of dtype and weights of weight_dtype. */

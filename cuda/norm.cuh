@@ -88,26 +88,47 @@ __device__ __forceinline__ float norm_scale(const norm_row_args &nm, float sumsq
     return 1.0f / sqrtf(sumsq / (float)nm.hidden + nm.eps);
 }
 
-/* The factors (w + offset) of unit k of a row, in f32 (past hidden: 0). */
+/*
+ * The weights of unit k of a row, as loaded (W's bits, past hidden 0): one
+ * or two vector loads where they are whole and aligned, not N element loads,
+ * and half the registers of N floats for 2-byte weights (the fused LL kernel
+ * keeps them across its wait, at its 64 registers).
+ */
 template <typename T, typename W, int U> struct norm_weights {
-    float v[unit_acc<T, U>::N];
+    enum { N = unit_acc<T, U>::N, BYTES = N * sizeof(W), VEC = BYTES < 16 ? BYTES : 16 };
+    typedef typename unit_bits<VEC>::type vec;
+    vec raw[BYTES / VEC];
 
     __device__ __forceinline__ void load(const norm_row_args &nm, size_t k)
     {
         const size_t first = k * U / sizeof(T);
-        const W *w = reinterpret_cast<const W *>(nm.weight);
+        const W *w = reinterpret_cast<const W *>(nm.weight) + first;
+
+        if (first + N <= nm.hidden && (uintptr_t)w % VEC == 0) {
 #pragma unroll
-        for (int i = 0; i < unit_acc<T, U>::N; i++)
-            v[i] = first + i < nm.hidden ? to_acc<W>(w[first + i]) + nm.weight_offset : 0.0f;
+            for (int j = 0; j < BYTES / VEC; j++)
+                raw[j] = reinterpret_cast<const vec *>(w)[j];
+            return;
+        }
+#pragma unroll
+        for (int j = 0; j < BYTES / VEC; j++)
+            raw[j] = vec{};
+        W *e = reinterpret_cast<W *>(raw);
+#pragma unroll
+        for (int i = 0; i < N; i++)
+            if (first + i < nm.hidden)
+                e[i] = w[i];
     }
     /* r (as u) * scale * (w + offset): the normalised unit. */
-    __device__ __forceinline__ typename unit_bits<U>::type apply(typename unit_bits<U>::type u, float scale) const
+    __device__ __forceinline__ typename unit_bits<U>::type apply(typename unit_bits<U>::type u, float scale,
+                                                                 float offset) const
     {
+        const W *e = reinterpret_cast<const W *>(raw);
         unit_acc<T, U> acc;
         acc.load(&u);
 #pragma unroll
-        for (int i = 0; i < unit_acc<T, U>::N; i++)
-            acc.v[i] = (float)acc.v[i] * scale * v[i];
+        for (int i = 0; i < N; i++)
+            acc.v[i] = (float)acc.v[i] * scale * (to_acc<W>(e[i]) + offset);
         acc.store(&u, 1);
         return u;
     }
@@ -120,7 +141,7 @@ __device__ __forceinline__ typename unit_bits<U>::type norm_unit(const norm_row_
 {
     norm_weights<T, W, U> wk;
     wk.load(nm, k);
-    return wk.apply(u, scale);
+    return wk.apply(u, scale, nm.weight_offset);
 }
 
 /* Unit k of row `row`: r (from src, a row-major [rows x hidden] buffer) normalised into out. */

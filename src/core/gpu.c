@@ -118,6 +118,7 @@ static hiar_transport_config_t transport_config(const hiar_gpu_env_t *env, const
                                    .timeout_ms = (int)p->v[HIAR_P_TIMEOUT_MS].num,
                                    .max_blocks = (int)p->v[HIAR_P_MAX_BLOCKS].num,
                                    .pdl = (int)p->v[HIAR_P_PDL].num,
+                                   .clusters = (int)p->v[HIAR_P_CLUSTERS].num,
                                    .device = gpu->device,
                                    .all_gpu = all_gpu,
                                    .on_gpu = on_gpu,

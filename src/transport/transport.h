@@ -36,6 +36,7 @@ typedef struct {
     int timeout_ms;    /* a kernel's bound on waiting for a peer */
     int max_blocks;    /* HIAR_MAX_BLOCKS (0: the default) */
     int pdl;           /* HIAR_PDL */
+    int clusters;      /* HIAR_CLUSTERS */
     int device;        /* this rank's GPU, -1 without */
     int all_gpu;       /* every rank of the group has a GPU */
     int on_gpu;        /* ranks of the comm on this rank's GPU */
