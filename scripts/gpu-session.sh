@@ -159,6 +159,7 @@ norm_part() {
     run tests $m2 ./tests/mpi/test_rmsnorm --device
     run tests $m2 ./tests/mpi/test_rmsnorm --graph --rounds=3
     run tests $m4 ./tests/mpi/test_rmsnorm --graph
+    run tests $m2 -x HIAR_CLUSTERS=0 ./tests/mpi/test_rmsnorm --graph
     run tests $m4 -x HIAR_GROUPS="0,1|2,3" ./tests/mpi/test_rmsnorm --graph
     run tests $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_BETWEEN=mpi ./tests/mpi/test_rmsnorm --device
     run tests $m2 -x HIAR_PINNED=1 ./tests/mpi/test_rmsnorm --graph

@@ -706,8 +706,21 @@ static int threads(void)
     return n;
 }
 
-/* A stalled peer in a call of count floats (1024: the latency paths; 1 << 20: the two-shot and bandwidth paths). */
-static void timeout(const char *settings, size_t count)
+/* The stalled call: an allreduce of count floats, or with hidden > 0 one with a fused RMSNorm of rows of hidden. */
+static hiar_result_t stalled_call(float *buf, const float *weight, size_t count, size_t hidden, hiar_comm_t *comm)
+{
+    if (!hidden)
+        return hiar_allreduce(buf, buf, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
+    return hiar_allreduce_rmsnorm(buf, NULL, weight, buf, count / hidden, hidden, HIAR_FLOAT32, HIAR_FLOAT32, 1e-6f, 0,
+                                  comm, NULL);
+}
+
+/*
+ * A stalled peer in a call of count floats (1024: the latency paths; 1 << 20: the two-shot and bandwidth paths;
+ * with hidden, the fused norm's LL kernel, whose blocks of a row trade partial sums: 1 x 4096 floats is a row cut
+ * in 8 slices, in a thread-block cluster where the GPU has them).
+ */
+static void timeout(const char *settings, size_t count, size_t hidden)
 {
     hiar_config_t cfg = HIAR_CONFIG_INIT;
     hiar_comm_t *comm;
@@ -725,12 +738,14 @@ static void timeout(const char *settings, size_t count)
         record(0, "timeout: create");
         return;
     }
-    CUDA_OK(cudaMalloc((void **)&buf, count * sizeof(float)));
+    /* The norm's weights after the buffer. */
+    CUDA_OK(cudaMalloc((void **)&buf, (count + hidden) * sizeof(float)));
+    CUDA_OK(cudaMemset(buf, 0, (count + hidden) * sizeof(float)));
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (rank != nranks - 1) {
         /* On the GPU the kernel gives up and says so at the next call; over
          * MPI between groups the MPI step may give up first, in the call itself. */
-        hiar_result_t rc = hiar_allreduce(buf, buf, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
+        hiar_result_t rc = stalled_call(buf, buf + count, count, hidden, comm);
         char first[256];
         snprintf(first, sizeof(first), "%s", hiar_last_error());
         CUDA_OK(cudaDeviceSynchronize());
@@ -738,7 +753,7 @@ static void timeout(const char *settings, size_t count)
         secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         ok = rc == HIAR_TIMEOUT || (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS &&
                                     err == HIAR_TIMEOUT);
-        ok &= hiar_allreduce(buf, buf, count, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_COMM_FAILED;
+        ok &= stalled_call(buf, buf + count, count, hidden, comm) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
             fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s (%s), async error %s\n", rank, secs,
@@ -751,8 +766,8 @@ static void timeout(const char *settings, size_t count)
         fprintf(stderr, "rank %d: %d threads before the comm, %d after its abort\n", rank, before, threads());
         ok = 0;
     }
-    snprintf(what, sizeof(what), "timeout (%s, %zu floats): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + "
-             "1 s, then COMM_FAILED, no thread left", settings, count);
+    snprintf(what, sizeof(what), "timeout (%s, %zu floats%s): stalled peer -> HIAR_TIMEOUT within HIAR_TIMEOUT_MS + "
+             "1 s, then COMM_FAILED, no thread left", settings, count, hidden ? ", fused RMSNorm" : "");
     record(ok, what);
     cudaFree(buf);
 }
@@ -1013,13 +1028,16 @@ int main(int argc, char **argv)
     registered = 0;
     mem_api(comm);
     hiar_comm_destroy(comm);
-    timeout("HIAR_TIMEOUT_MS=500", 1024);
-    timeout("HIAR_TIMEOUT_MS=500", 1 << 20);
+    timeout("HIAR_TIMEOUT_MS=500", 1024, 0);
+    timeout("HIAR_TIMEOUT_MS=500", 1 << 20, 0);
+    timeout("HIAR_TIMEOUT_MS=500", 4096, 4096);
+    timeout("HIAR_TIMEOUT_MS=500", 4 * 4096, 4096);
+    timeout("HIAR_TIMEOUT_MS=500;HIAR_CLUSTERS=0", 4096, 4096);
     if (per_host)
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_PROGRESS=0", 1024);
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_PROGRESS=0", 1024, 0);
     if (groups || hosts) {
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi", 1024);
-        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0", 1024);
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi", 1024, 0);
+        timeout("HIAR_TIMEOUT_MS=500;HIAR_BETWEEN=mpi;HIAR_PROGRESS=0", 1024, 0);
     }
     if (rank == 0)
         printf("np=%d: %d passed, %d failed\n", nranks, passed, failed);
