@@ -215,6 +215,8 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_
  * kernels were built for them and the GPU has them (sm_90 and later).
  * Returns the HIAR_IPC_LAUNCH_* they use.
  */
+/* Whether this rank's GPU can run the kernels in thread-block clusters (sm_90 and later, kernels built for it). */
+int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc);
 #define HIAR_IPC_LAUNCH_PDL 1
 #define HIAR_IPC_LAUNCH_CLUSTERS 2
 int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters);

@@ -173,10 +173,19 @@ static unsigned within(unsigned blocks, unsigned max)
     return blocks < 1 ? 1 : blocks > max ? max : blocks;
 }
 
+extern "C" int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc)
+{
+    int cluster_launch = 0;
+
+    /* Kernels built from PTX older than sm_90 have no cluster barrier nor shared memory of other blocks. */
+    if (cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, ipc->device) != cudaSuccess)
+        cudaGetLastError();
+    return cluster_launch && hiar_ipc_ptx_version() >= 90;
+}
+
 extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters)
 {
     hiar_ipc_args_t *a = &ipc->args;
-    int device = 0, cluster_launch = 0;
 
     /* The push ring and the flags are laid out for at most these many. */
     a->ll_blocks = within(caps->ll, HIAR_IPC_ONESHOT_BLOCKS);
@@ -185,11 +194,7 @@ extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps,
     /* Kernels built from PTX older than sm_90 have no griddepcontrol.wait
      * (begin_call), and must not start before the kernel ahead of them ends. */
     a->pdl = pdl && hiar_ipc_ptx_version() >= 90;
-    /* Likewise for the cluster barrier and shared memory of the fused norm's slices (cuda/norm.cu). */
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device) != cudaSuccess)
-        cudaGetLastError();
-    a->clusters = clusters && cluster_launch && hiar_ipc_ptx_version() >= 90;
+    a->clusters = clusters && hiar_ipc_clusters_usable(ipc);
     return (a->pdl ? HIAR_IPC_LAUNCH_PDL : 0) | (a->clusters ? HIAR_IPC_LAUNCH_CLUSTERS : 0);
 }
 

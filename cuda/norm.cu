@@ -8,8 +8,9 @@
  * every peer, then gathers and reduces each packet over the ranks in rank
  * order, adds the residual and writes r (into the residual), sums the
  * squares of its part, and with several slices trades that partial sum
- * with the row's other blocks through the state (summed in slice order:
- * the same bits on every rank); then it writes r * scale * w into out.
+ * with the row's other blocks (norm_row_sum: through the state, or in a
+ * cluster through shared memory; summed in slice order: the same bits on
+ * every rank); then it writes r * scale * w into out.
  * With a packet per thread (the slices below make it so where the blocks
  * allow) r and the weights stay in registers, and the loads of the
  * residual and the weights are issued before the wait for the peers; with
@@ -32,16 +33,26 @@
  * token, 6.02 against 5.43 at 8192, 1 token, 5.59 against 5.73 at 8192, 16
  * tokens; two packets kept per thread (slices of 1024) spilled at the 64
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
- * In thread-block clusters (sm_90, HIAR_CLUSTERS): the trade is one
- * cluster barrier and stores into the other blocks' shared memory, not
- * round trips through L2, so a row is cut as the plain LL kernel cuts a
- * message, in blocks of 128 packets (at most 8 slices, the portable
+ * In thread-block clusters (sm_90, HIAR_CLUSTERS=1; off by default until
+ * the form below has run on a GPU): the trade is stores into the other
+ * blocks' shared memory and a cluster barrier, not round trips through L2,
+ * so a call of up to NORM_CLUSTER_ROWS rows is cut as the plain LL kernel
+ * cuts a message, in blocks of 128 packets (at most 8 slices, the portable
  * cluster size): the push and the gather of a 1-4 token step spread over
  * 4-8 SMs instead of 1-2, where 16 warps of one block queued behind each
- * other's instructions.  The marks of 2026-12-05 (one H200, 2 ranks, 1-16
- * tokens x 4096, us per call in block 0): the fused kernel's push 1.10
+ * other's instructions (the marks of 2026-12-05, one H200, 2 ranks, 1-16
+ * tokens x 4096, us per call in block 0: the fused kernel's push 1.10
  * against the plain LL kernel's 0.52, its gather 1.93 against 0.72, its
- * trade of partials at 4 ranks 1.03.
+ * trade of partials at 4 ranks 1.03).  Measured on 2026-12-05, same setup,
+ * bf16, us per step in clusters / without, in one build: 2 ranks x 4096,
+ * 1 token 3.85 / 3.94, 4 tokens 3.87 / 4.11, 16 4.18 / 4.15, 32 4.81 / 4.20;
+ * x 8192, 1 3.99 / 4.59, 4 4.13 / 4.86, 16 4.95 / 5.10, 32 5.74 / 5.29;
+ * 4 ranks x 4096, 1 5.41 / 5.92, 4 5.87 / 6.25, 16 7.39 / 6.43, 32 7.47 /
+ * 6.86; x 8192, 1 5.60 / 6.48, 4 6.17 / 6.69, 16 7.98 / 7.80: clusters
+ * for 1-4 rows only.  That build wrote into the other blocks before a
+ * barrier said they had started (compute-sanitizer's racecheck: "a block
+ * that might not have entered yet"); the first barrier (norm_row_sum) came
+ * after it.
  * Tried and not kept (2026-12-03, same setup, against this kernel in an
  * earlier machine start): the partials polled at once by a warp, a lane per
  * slice, took 4.47 against 4.64 at 2 ranks, 1 token x 4096, but 6.62
@@ -71,17 +82,33 @@
 #include "norm.cuh"
 
 /* Packets of a slice: one per thread of a full block (see above); in clusters, of a block of LL_THREADS, as
- * the plain LL kernel's, at most NORM_CLUSTER_MAX slices (the portable cluster size). */
+ * the plain LL kernel's, at most NORM_CLUSTER_MAX slices (the portable cluster size), for calls of at most
+ * NORM_CLUSTER_ROWS rows (see above). */
 #define NORM_SLICE_PACKETS HIAR_THREADS
 #define NORM_CLUSTER_SLICE_PACKETS 128
 #define NORM_CLUSTER_MAX 8
+#define NORM_CLUSTER_ROWS 4
 
-/* Cluster barrier of every thread of the cluster: the writes before it (shared memory of other blocks
- * included) are seen by every thread after it. */
-__device__ __forceinline__ void cluster_sync()
+/*
+ * The two halves of a barrier of every thread of the cluster.  A block may
+ * write into another's shared memory only once that block has arrived at a
+ * barrier (it has started: CUDA's rule for distributed shared memory), and
+ * the writes before a release arrival are seen after the acquire wait.
+ */
+__device__ __forceinline__ void cluster_arrive(bool release)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (release)
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    else
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cluster_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
 
@@ -102,12 +129,14 @@ __device__ __forceinline__ void cluster_put(uint32_t *local, unsigned rank, uint
  * there (false: give up).  With several slices a block has one row
  * (norm_slices).
  *
- * In a cluster (one per row: rank = slice), thread s writes this block's
- * partial and outcome into slice s's shared memory, then one cluster
- * barrier, and every thread sums what its own block received.  Every block
- * of the cluster takes part, one that gave up or found the comm failed
- * included: so each passes the one barrier, after every write into it (none
- * writes into a block that has exited).
+ * In a cluster (one per row: rank = slice), every block arrived at a first
+ * cluster barrier when it began (oneshot_ll_norm); it waits for it here, so
+ * that all have started, then thread s writes this block's partial and
+ * outcome into slice s's shared memory, then a second barrier, and every
+ * thread sums what its own block received.  Every block of the cluster
+ * takes part, one that gave up or found the comm failed included: so each
+ * passes both barriers, after every write into it (none writes into a block
+ * that has exited or not yet started).
  *
  * Else through global memory: partials published with the call's epoch and
  * polled by thread 0; a block that gave up publishes nothing, and the others
@@ -129,11 +158,13 @@ __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t 
     if (clustered) {
         float t = 0;
         bool all = true;
+        cluster_wait();
         if (threadIdx.x < slices) {
             cluster_put(&traded[0][blockIdx.x % slices], threadIdx.x, __float_as_uint(mine));
             cluster_put(&traded[1][blockIdx.x % slices], threadIdx.x, ok);
         }
-        cluster_sync();
+        cluster_arrive(true);
+        cluster_wait();
         for (unsigned s = 0; s < slices; s++) {
             t += __uint_as_float(traded[0][s]);
             all = all && traded[1][s];
@@ -173,6 +204,8 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     const bool dead = comm_failed(a.failed);
     if (dead && !clustered)
         return;
+    if (clustered)
+        cluster_arrive(false);
     mark(a, HIAR_MARK_BEGUN);
     const uint32_t parity = e & 1;
     /* 32-bit indices: the call fits the packet area (HIAR_IPC_LL_MAX_BYTES); 64-bit ones spilled registers. */
@@ -356,10 +389,11 @@ template <typename T, typename W, typename F>
 static cudaError_t launch_fused(const hiar_ipc_args_t *a, const hiar_call_t *c, const norm_row_args &nm)
 {
     size_t rows = c->count / nm.hidden, ppr = nm.row_bytes / F::DATA;
-    unsigned slices = a->clusters ? norm_slices(rows, ppr, a->ll_blocks, NORM_CLUSTER_SLICE_PACKETS, NORM_CLUSTER_MAX)
+    const bool in_clusters = a->clusters && rows <= NORM_CLUSTER_ROWS;
+    unsigned slices = in_clusters ? norm_slices(rows, ppr, a->ll_blocks, NORM_CLUSTER_SLICE_PACKETS, NORM_CLUSTER_MAX)
                                   : norm_slices(rows, ppr, a->ll_blocks, NORM_SLICE_PACKETS, a->ll_blocks);
     unsigned blocks = (unsigned)(rows * slices < a->ll_blocks ? rows * slices : a->ll_blocks / slices * slices);
-    const bool clustered = a->clusters && slices > 1;
+    const bool clustered = in_clusters && slices > 1;
 
     return hiar_ipc_launch_clusters(a, oneshot_ll_norm<T, W, F>, blocks, norm_threads((ppr + slices - 1) / slices),
                                     clustered ? slices : 1, (cudaStream_t)c->stream, *a, (const char *)c->sendbuf,
@@ -396,7 +430,7 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
         typedef decltype(t) T;
         typedef decltype(w) W;
         /* The packet format by size, as the plain LL kernel's; on 2 ranks data only at every size (half the
-         * packets: 1 token x 4096 is one slice, no trade).  On one H200 under MPS, bf16, decode steps in CUDA
+         * packets: without clusters 1 token x 4096 is one slice, no trade).  On one H200 under MPS, bf16, decode steps in CUDA
          * graphs, data only against flagged: 2 ranks 4.54-4.56 against 4.66-4.67 us at 1 x 4096, 4.76
          * against 5.00-5.02 at 4 x 4096, 5.12-5.13 against 5.41 at 1 x 8192; 4 ranks slower, 6.68-6.70
          * against 6.42 at 1 x 4096, 7.48-7.49 against 7.27-7.28 at 4 x 8192. */

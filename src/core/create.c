@@ -55,7 +55,8 @@ static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
 /*
  * Values that decide the grouping or the path of a call must be equal on
  * every rank, or the ranks would group differently or take different paths
- * and wait for each other forever.
+ * and wait for each other forever; HIAR_CLUSTERS, or the fused norm's rows
+ * would be summed in other orders on other ranks (not the same bits).
  */
 static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
@@ -63,7 +64,7 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
                                              HIAR_P_ONESHOT_MAX, HIAR_P_BUFFER_SIZE, HIAR_P_MAX_BLOCKS,
                                              HIAR_P_BETWEEN,     HIAR_P_PINNED,      HIAR_P_CHECK,
                                              HIAR_P_TUNE,        HIAR_P_FLAT,        HIAR_P_FLAT_MAX,
-                                             HIAR_P_PROGRESS};
+                                             HIAR_P_PROGRESS,    HIAR_P_CLUSTERS};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[N], lo[N], hi[N];
 

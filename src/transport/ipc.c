@@ -60,7 +60,7 @@ hiar_result_t hiar_kernels_probe(hiar_ipc_t *ipc, MPI_Comm group)
 void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_transport_config_t *cfg, char *why,
                              size_t len)
 {
-    int want = cfg->max_blocks, sharers = cfg->on_gpu, caps[3], launch;
+    int want = cfg->max_blocks, sharers = cfg->on_gpu, caps[4], launch;
     unsigned max = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
     hiar_ipc_caps_t fit;
     size_t used = strlen(why);
@@ -73,9 +73,11 @@ void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_t
     caps[0] = (int)fit.ll;
     caps[1] = (int)fit.push;
     caps[2] = (int)(fit.twoshot < max ? fit.twoshot : max);
-    hiar_net_min(t->group_comm, caps, 3);
+    /* Clusters on every rank of the group or none: they decide the order of the fused norm's sums. */
+    caps[3] = cfg->clusters && hiar_ipc_clusters_usable(ipc);
+    hiar_net_min(t->group_comm, caps, 4);
     fit = (hiar_ipc_caps_t){(unsigned)caps[0], (unsigned)caps[1], (unsigned)caps[2]};
-    launch = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed, cfg->clusters);
+    launch = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed, caps[3]);
     snprintf(why + used, len - used, "; kernels of at most %u (LL), %u (push), %u (two-shot) blocks for %d rank%s on "
              "one GPU%s, %s%s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
              mixed ? " beside other groups' kernels" : "",
