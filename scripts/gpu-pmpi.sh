@@ -31,6 +31,9 @@ done
 run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" ./tests/pmpi/pmpi_overlap
 # On one GPU 16 MB takes 0.14 ms beside 5 ms: sizes doubled until the allreduce alone is as long as the kernel.
 run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" ./tests/pmpi/pmpi_overlap --mb 64 --match
+# 2 ranks' two-shot kernels at their caps (132 blocks each of 512 threads x 64 registers) hold every register of
+# the GPU, so the one-block kernel waits for them: the same with 32 blocks a rank, which leave SMs to it.
+run overlap 'overlap|passed' $mpi -x LD_PRELOAD="$lib" -x HIAR_MAX_BLOCKS=32 ./tests/pmpi/pmpi_overlap --mb 64 --match
 run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
     ./bench/hiar-bench -m device -d float32 --impl hiar,mpi --mpi-device --sync -b 1K -e 1M -f 4 -n 500 -w 50
 run cost '^ +[0-9]|hiar-pmpi' $mpi -x LD_PRELOAD="$lib" -x HIAR_PMPI_STATS=1 \
