@@ -163,7 +163,8 @@ __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t 
             cluster_put(&traded[0][blockIdx.x % slices], threadIdx.x, __float_as_uint(mine));
             cluster_put(&traded[1][blockIdx.x % slices], threadIdx.x, ok);
         }
-        cluster_arrive(true);
+        /* Only the first warp wrote (slices <= 8): the others' arrival need not wait for their own stores. */
+        cluster_arrive(threadIdx.x < 32);
         cluster_wait();
         for (unsigned s = 0; s < slices; s++) {
             t += __uint_as_float(traded[0][s]);
