@@ -208,6 +208,9 @@ static inline unsigned hiar_ipc_blocks_cap(unsigned sms, unsigned per_sm, unsign
  */
 void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_ipc_caps_t *caps);
 
+/* Whether this rank's GPU can run the kernels in thread-block clusters (sm_90 and later, kernels built for it). */
+int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc);
+
 /*
  * How kernels launch: the group's caps (twoshot also within
  * HIAR_IPC_BLOCKS_MAX), pdl = 1 for programmatic dependent launch and
@@ -215,8 +218,6 @@ void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_
  * kernels were built for them and the GPU has them (sm_90 and later).
  * Returns the HIAR_IPC_LAUNCH_* they use.
  */
-/* Whether this rank's GPU can run the kernels in thread-block clusters (sm_90 and later, kernels built for it). */
-int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc);
 #define HIAR_IPC_LAUNCH_PDL 1
 #define HIAR_IPC_LAUNCH_CLUSTERS 2
 int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters);

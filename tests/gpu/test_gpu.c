@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -706,6 +707,31 @@ static int threads(void)
     return n;
 }
 
+/*
+ * Waits for the device's work, at most `limit` seconds from t0: a kernel that waits without a bound (a cluster
+ * barrier a block never reaches) would otherwise hang the test instead of failing it.
+ */
+static void finish_or_abort(struct timespec t0, double limit)
+{
+    cudaEvent_t done;
+    struct timespec now;
+    cudaError_t err;
+
+    CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CUDA_OK(cudaEventRecord(done, NULL));
+    while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > limit) {
+            fprintf(stderr, "rank %d: the stalled call's kernels still run after %.0f s\n", rank, limit);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        sched_yield();
+    }
+    CUDA_OK(err);
+    CUDA_OK(cudaEventDestroy(done));
+    CUDA_OK(cudaDeviceSynchronize());
+}
+
 /* The stalled call: an allreduce of count floats, or with hidden > 0 one with a fused RMSNorm of rows of hidden. */
 static hiar_result_t stalled_call(float *buf, const float *weight, size_t count, size_t hidden, hiar_comm_t *comm)
 {
@@ -752,17 +778,19 @@ static void timeout(const char *settings, size_t count, size_t hidden)
          * in a cluster too, must end without waiting for each other. */
         if (hidden)
             queued = stalled_call(buf, buf + count, count, hidden, comm);
-        CUDA_OK(cudaDeviceSynchronize());
+        finish_or_abort(t0, 10);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        ok = rc == HIAR_TIMEOUT || (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS &&
-                                    err == HIAR_TIMEOUT);
+        /* The queued call may itself have seen the first one give up (then it failed the comm). */
+        ok = rc == HIAR_TIMEOUT || queued == HIAR_TIMEOUT ||
+             (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS && err == HIAR_TIMEOUT);
         ok &= queued == HIAR_SUCCESS || queued == HIAR_TIMEOUT || queued == HIAR_COMM_FAILED;
         ok &= stalled_call(buf, buf + count, count, hidden, comm) == HIAR_COMM_FAILED;
         ok &= secs < 1.5;
         if (!ok)
-            fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s (%s), async error %s\n", rank, secs,
-                    hiar_strerror(rc), rc == HIAR_SUCCESS ? "" : first, hiar_strerror(err));
+            fprintf(stderr, "rank %d: timeout after %.2f s: the call returned %s (%s), the queued one %s, async error %s\n",
+                    rank, secs, hiar_strerror(rc), rc == HIAR_SUCCESS ? "" : first, hiar_strerror(queued),
+                    hiar_strerror(err));
     } else {
         ok = 1;
     }
