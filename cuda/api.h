@@ -213,10 +213,11 @@ int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc);
 
 /*
  * How kernels launch: the group's caps (twoshot also within
- * HIAR_IPC_BLOCKS_MAX), pdl = 1 for programmatic dependent launch and
- * clusters = 1 for thread-block clusters (the fused norm's slices) where the
- * kernels were built for them and the GPU has them (sm_90 and later).
- * Returns the HIAR_IPC_LAUNCH_* they use.
+ * HIAR_IPC_BLOCKS_MAX), pdl = 1 for programmatic dependent launch where
+ * the kernels were built for it (sm_90 and later), and clusters = 1 for
+ * thread-block clusters (the fused norm's slices), already agreed over the
+ * group where every rank's hiar_ipc_clusters_usable says 1.  Returns the
+ * HIAR_IPC_LAUNCH_* they use.
  */
 #define HIAR_IPC_LAUNCH_PDL 1
 #define HIAR_IPC_LAUNCH_CLUSTERS 2

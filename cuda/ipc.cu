@@ -194,7 +194,7 @@ extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps,
     /* Kernels built from PTX older than sm_90 have no griddepcontrol.wait
      * (begin_call), and must not start before the kernel ahead of them ends. */
     a->pdl = pdl && hiar_ipc_ptx_version() >= 90;
-    a->clusters = clusters && hiar_ipc_clusters_usable(ipc);
+    a->clusters = clusters; /* agreed over the group, each rank's hiar_ipc_clusters_usable in it (transport/ipc.c) */
     return (a->pdl ? HIAR_IPC_LAUNCH_PDL : 0) | (a->clusters ? HIAR_IPC_LAUNCH_CLUSTERS : 0);
 }
 
