@@ -707,6 +707,14 @@ static int threads(void)
     return n;
 }
 
+static double seconds_since(struct timespec t0)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec);
+}
+
 /*
  * Waits for the device's work, at most `limit` seconds from t0: a kernel that waits without a bound (a cluster
  * barrier a block never reaches) would otherwise hang the test instead of failing it.
@@ -714,14 +722,12 @@ static int threads(void)
 static void finish_or_abort(struct timespec t0, double limit)
 {
     cudaEvent_t done;
-    struct timespec now;
     cudaError_t err;
 
     CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     CUDA_OK(cudaEventRecord(done, NULL));
     while ((err = cudaEventQuery(done)) == cudaErrorNotReady) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if ((double)(now.tv_sec - t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - t0.tv_nsec) > limit) {
+        if (seconds_since(t0) > limit) {
             fprintf(stderr, "rank %d: the stalled call's kernels still run after %.0f s\n", rank, limit);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -752,7 +758,7 @@ static void timeout(const char *settings, size_t count, size_t hidden)
     hiar_comm_t *comm;
     hiar_result_t err = HIAR_SUCCESS;
     float *buf;
-    struct timespec t0, t1;
+    struct timespec t0;
     double secs = 0;
     int ok;
     char what[256];
@@ -779,8 +785,7 @@ static void timeout(const char *settings, size_t count, size_t hidden)
         if (hidden)
             queued = stalled_call(buf, buf + count, count, hidden, comm);
         finish_or_abort(t0, 10);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        secs = seconds_since(t0);
         /* The queued call may itself have seen the first one give up (then it failed the comm). */
         ok = rc == HIAR_TIMEOUT || queued == HIAR_TIMEOUT ||
              (rc == HIAR_SUCCESS && hiar_comm_get_async_error(comm, &err) == HIAR_SUCCESS && err == HIAR_TIMEOUT);
