@@ -68,7 +68,25 @@ static struct {
     pthread_mutex_t lock;
     pmpi_comm_t *live; /* newest first */
     atomic_ullong via, forwarded;
-} g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+    atomic_ullong deleted; /* comm_delete calls so far: a thread's `last` of fewer is stale */
+} g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+
+/*
+ * The communicator this thread called on last and its state, valid while no
+ * state was deleted since (a freed communicator's handle may come back for a
+ * new one).  It spares MPI_Comm_get_attr: about 200 of the preload's 540
+ * instructions a call beside hiar's own (callgrind, 2 ranks, 1 KB float32
+ * host calls on Open MPI 4.1).  Only communicators that hold the attribute
+ * are kept, so each one's end passes through comm_delete.
+ */
+typedef struct {
+    MPI_Comm comm;
+    pmpi_comm_t *s;
+    unsigned long long deleted;
+    int valid;
+} last_comm_t;
+
+static _Thread_local last_comm_t last;
 
 _Thread_local int pmpi_inside_hiar;
 
@@ -226,6 +244,7 @@ static int comm_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm;
     (void)keyval;
     (void)extra;
+    atomic_fetch_add_explicit(&g.deleted, 1, memory_order_release);
     live_remove(s);
     pmpi_requests_finish(s);
     pmpi_path_release(s);
@@ -310,12 +329,19 @@ static pmpi_comm_t *comm_attach(MPI_Comm comm)
 
 static pmpi_comm_t *comm_state(MPI_Comm comm)
 {
+    unsigned long long deleted = atomic_load_explicit(&g.deleted, memory_order_acquire);
     pmpi_comm_t *s = NULL;
     int found = 0;
 
+    if (last.valid && last.comm == comm && last.deleted == deleted)
+        return last.s;
     if (PMPI_Comm_get_attr(comm, g.keyval, &s, &found) != MPI_SUCCESS)
         return NULL;
-    return found ? s : comm_attach(comm);
+    if (!found)
+        s = comm_attach(comm);
+    if (s)
+        last = (last_comm_t){comm, s, deleted, 1};
+    return s;
 }
 
 /* ---- entry points ---- */
