@@ -26,7 +26,9 @@
  * all implementations), comm (the allreduces alone, back to back) and step
  * (both).  A phase's time is the median over steps of the slowest rank's;
  * overlap = (compute + comm - step) / min(compute, comm), 1 when the
- * shorter hides wholly behind the longer, 0 when they take turns.  The
+ * shorter hides wholly behind the longer, 0 when they take turns; floor:
+ * the least step the order allows (pipeline_floor), which step/floor is
+ * measured against.  The
  * last step leaves every bucket reduced: it is checked against bench-check.c's
  * reference (a call that ran before its kernel, or beside it, reduced stale
  * data or was overwritten: wrong either way).  The check alone of 8 buckets
@@ -264,12 +266,27 @@ static void print_intro(const train_t *t)
                  "nccl called as DDP does (bucket i's call right after kernel i is queued), mpi blocking (all "
                  "kernels queued, then each bucket after its kernel)\n");
     fprintf(out, "# ms: median over %d steps (after %d) of the slowest rank's; busbw: of comm; overlap = (compute "
-                 "+ comm - step) / min(compute, comm): 1 all hidden, 0 none; #wrong: elements "
-                 "of all buckets after the last step\n",
+                 "+ comm - step) / min(compute, comm): 1 all hidden, 0 none; floor: the least step the order "
+                 "allows, max(compute + comm / L, compute / L + comm); #wrong: elements of all buckets after the "
+                 "last step\n",
             b->opt.iters, b->opt.warmup);
     if (!b->opt.json)
-        printf("#%5s %12s %10s %12s %10s %8s %9s %7s\n", "impl", "compute(ms)", "comm(ms)", "busbw(GB/s)",
-               "step(ms)", "overlap", "step/max", "#wrong");
+        printf("#%5s %12s %10s %12s %10s %8s %9s %10s %11s %7s\n", "impl", "compute(ms)", "comm(ms)",
+               "busbw(GB/s)", "step(ms)", "overlap", "step/max", "floor(ms)", "step/floor", "#wrong");
+}
+
+/*
+ * The shortest step the order allows, with L equal buckets: bucket i's call
+ * starts after kernel i and after call i-1, so either the last call follows
+ * the last kernel (compute + comm / L) or the calls run back to back after
+ * the first kernel (compute / L + comm).  So step/max cannot reach 1: at
+ * compute = comm its floor is 1 + 1/L (9/8 for 8 buckets).
+ */
+static double pipeline_floor(double compute_ms, double comm_ms, int buckets)
+{
+    double last_after_kernels = compute_ms + comm_ms / buckets, calls_in_a_row = compute_ms / buckets + comm_ms;
+
+    return last_after_kernels > calls_in_a_row ? last_after_kernels : calls_in_a_row;
 }
 
 static void print_row(const train_t *t, int impl, double compute_ms, const row_t *r)
@@ -278,6 +295,7 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
     double longer = compute_ms > r->comm_ms ? compute_ms : r->comm_ms;
     double shorter = compute_ms > r->comm_ms ? r->comm_ms : compute_ms;
     double overlap = (compute_ms + r->comm_ms - r->step_ms) / shorter;
+    double floor = pipeline_floor(compute_ms, r->comm_ms, t->nb);
     double busbw = (double)t->nb * (double)t->bytes / (r->comm_ms * 1e6) * 2.0 * (b->nranks - 1) / b->nranks;
     const char *name = bench_impls[impl].name;
     char wrong[24] = "-";
@@ -287,16 +305,17 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
     if (b->opt.json && r->status == RUN_OK)
         printf("{\"mode\":\"train\",\"impl\":\"%s\",\"nranks\":%d,\"dtype\":\"%s\",\"op\":\"%s\",\"buckets\":%d,"
                "\"bucket_bytes\":%zu,\"kernel_us\":%llu,\"compute_ms\":%.4f,\"comm_ms\":%.4f,\"busbw_GBps\":%.3f,"
-               "\"step_ms\":%.4f,\"overlap\":%.3f,\"step_over_max\":%.3f,\"wrong\":%lld}\n",
+               "\"step_ms\":%.4f,\"overlap\":%.3f,\"step_over_max\":%.3f,\"floor_ms\":%.4f,"
+               "\"step_over_floor\":%.3f,\"wrong\":%lld}\n",
                name, b->nranks, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), t->nb, t->bytes,
-               t->ns / 1000, compute_ms, r->comm_ms, busbw, r->step_ms, overlap, r->step_ms / longer,
-               b->opt.check ? r->wrong : -1);
+               t->ns / 1000, compute_ms, r->comm_ms, busbw, r->step_ms, overlap, r->step_ms / longer, floor,
+               r->step_ms / floor, b->opt.check ? r->wrong : -1);
     else if (b->opt.json)
         printf("{\"mode\":\"train\",\"impl\":\"%s\",\"nranks\":%d,\"status\":\"%s\"}\n", name, b->nranks,
                r->status == RUN_NA ? "n/a" : "failed");
     else if (r->status == RUN_OK)
-        printf("%6s %12.3f %10.3f %12.2f %10.3f %8.2f %9.3f %7s\n", name, compute_ms, r->comm_ms, busbw,
-               r->step_ms, overlap, r->step_ms / longer, wrong);
+        printf("%6s %12.3f %10.3f %12.2f %10.3f %8.2f %9.3f %10.3f %11.3f %7s\n", name, compute_ms, r->comm_ms,
+               busbw, r->step_ms, overlap, r->step_ms / longer, floor, r->step_ms / floor, wrong);
     else
         printf("%6s %12s\n", name, r->status == RUN_NA ? "n/a" : "failed");
 }

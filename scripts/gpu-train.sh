@@ -8,7 +8,9 @@
 #   np4-hosts   4 ranks as 2 simulated hosts (ranks 0,1 host a, 2,3 host b)
 # each with the kernel time chosen by the bench (compute as long as hiar's
 # comm) and with --compute-us 2000.  What to read: the hiar row's step/max
-# (the issue's bar: <= 1.1 at np4-hosts) and overlap (1 all hidden, 0 none),
+# (the issue's bar: <= 1.1 at np4-hosts; with compute as long as comm the
+# order's own floor is 1.125, step/floor says how near hiar comes to it) and
+# overlap (1 all hidden, 0 none),
 # and #wrong (0).  On one GPU NCCL shows n/a: NCCL refuses ranks that share
 # a GPU.  With UCX_DIR set (libucx-cu13's lib/, doc/guide.md), np4-hosts runs
 # once more over --mca pml ucx.  Logs go to $1 (default ./gpu-logs), a file
