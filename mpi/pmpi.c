@@ -42,6 +42,7 @@
 #include "hiar.h"
 #include "base/log.h"
 #include "base/param.h"
+#include "core/allreduce.h"
 #include "pmpi.h"
 #ifdef HIAR_HAVE_CUDA
 #include "cuda/api.h"
@@ -69,7 +70,9 @@ static struct {
     pmpi_comm_t *live; /* newest first */
     atomic_ullong via, forwarded;
     atomic_ullong deleted; /* comm_delete calls so far: a thread's `last` of fewer is stale */
-} g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
+    atomic_ullong spin_ns; /* the shortest spin of the hiar comms made (HIAR_YIELD); 0 before the first */
+    atomic_int spin_known;
+} g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0};
 
 /*
  * The communicator this thread called on last and its state, valid while no
@@ -284,6 +287,21 @@ static int all_gpu(MPI_Comm comm)
 #endif
 }
 
+/* A new hiar comm's spin time: the preload's waits take the shortest (the one for the most ranks per CPU). */
+static void note_spin(unsigned long long ns)
+{
+    pthread_mutex_lock(&g.lock);
+    if (!atomic_load(&g.spin_known) || ns < atomic_load(&g.spin_ns))
+        atomic_store(&g.spin_ns, ns);
+    atomic_store(&g.spin_known, 1);
+    pthread_mutex_unlock(&g.lock);
+}
+
+unsigned long long pmpi_spin_ns(void)
+{
+    return atomic_load_explicit(&g.spin_ns, memory_order_relaxed);
+}
+
 /*
  * First eligible call on comm (every rank of comm is in this call): creates
  * the hiar communicator, or records that calls on comm are forwarded.
@@ -313,6 +331,7 @@ static pmpi_comm_t *comm_attach(MPI_Comm comm)
                       hiar_strerror(rc), hiar_last_error());
             s->hiar = NULL;
         } else {
+            note_spin(hiar_comm_spin_ns(s->hiar));
             s->all_gpu = all_gpu(comm);
             s->device = current_device();
             for (int i = 0; i < PMPI_KIND_SLOTS; i++)

@@ -68,6 +68,13 @@ int pmpi_served(const pmpi_args_t *a, pmpi_comm_t **s, hiar_dtype_t *dtype, hiar
 /* Whether the preload is on (HIAR_PMPI, MPI initialized); reads the parameters once. */
 int pmpi_enabled(void);
 
+/*
+ * How long the preload's wait loops spin before they yield the core: the
+ * shortest of its hiar comms' (HIAR_YIELD, base/wait.h); 0 (yield at once)
+ * before the first.
+ */
+unsigned long long pmpi_spin_ns(void);
+
 /* Counts a call for HIAR_PMPI_STATS. */
 void pmpi_count(int via_hiar);
 

@@ -24,8 +24,8 @@
  */
 #include "config.h"
 
+#include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -36,6 +36,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/wait.h"
 #include "pmpi.h"
 
 /* Tags are slots; MPI_TAG_UB is at least 32767. */
@@ -253,12 +254,31 @@ static void progress_all(void)
     unlock();
 }
 
-/* Until none of reqs is ours and pending; every spin yields. */
+/*
+ * A wait loop's turn that found nothing done: spins, then yields the core,
+ * as hiar's own waits on the preload's comms do (pmpi_spin_ns; base/wait.h
+ * says why), but waits as long as it takes, as MPI's do.
+ */
+static void idle(hiar_wait_t *w)
+{
+    static const atomic_int never = 0;
+
+    if (!w->what) {
+        *w = hiar_wait_begin(INT_MAX, &never, "an MPI wait");
+        w->spin_ns = pmpi_spin_ns();
+    }
+    if (hiar_wait_poll(w) != HIAR_SUCCESS) /* INT_MAX ms later: a fresh turn */
+        w->what = NULL;
+}
+
+/* Until none of reqs is ours and pending. */
 static void wait_ours(int n, const MPI_Request *reqs)
 {
+    hiar_wait_t w = {0};
+
     while (any_pending(n, reqs)) {
         progress_all();
-        sched_yield();
+        idle(&w);
     }
 }
 
@@ -273,6 +293,8 @@ static int comm_pending(const pmpi_comm_t *s)
 
 void pmpi_requests_finish(const pmpi_comm_t *s)
 {
+    hiar_wait_t w = {0};
+
     for (;;) {
         int pending;
         lock();
@@ -282,7 +304,7 @@ void pmpi_requests_finish(const pmpi_comm_t *s)
         unlock();
         if (!pending)
             return;
-        sched_yield();
+        idle(&w);
     }
 }
 
@@ -427,6 +449,7 @@ PMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status status
 /* Waitany and Waitsome: test in turn (another request may finish first). */
 PMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+    hiar_wait_t w = {0};
     int flag = 0, rc;
 
     if (!any_pending(count, requests))
@@ -435,13 +458,14 @@ PMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_S
         progress_all();
         if ((rc = PMPI_Testany(count, requests, index, &flag, status)) != MPI_SUCCESS || flag)
             return rc;
-        sched_yield();
+        idle(&w);
     }
 }
 
 PMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                              MPI_Status statuses[])
 {
+    hiar_wait_t w = {0};
     int rc;
 
     if (!any_pending(incount, requests))
@@ -450,7 +474,7 @@ PMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
         progress_all();
         if ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) != MPI_SUCCESS || *outcount)
             return rc;
-        sched_yield();
+        idle(&w);
     }
 }
 

@@ -7,7 +7,8 @@
 #           transport, core, mpi and bench may use it; base, topo, net may not.
 #     mpi/  (the LD_PRELOAD) uses hiar.h, base, cuda and of core only
 #           core/allreduce.h (hiar_allreduce_of_kind: the buffers' kind it
-#           has asked CUDA for; that header includes only hiar.h).
+#           has asked CUDA for; hiar_comm_spin_ns for its own waits; that
+#           header includes only hiar.h).
 #     src/hiar.h (the public API) may be used by anyone; it includes only
 #           system headers.
 # Why: each layer then builds and can be read and tested on the ones below it

@@ -33,6 +33,7 @@ enum { HIAR_PROGRESS_OFF, HIAR_PROGRESS_AUTO }; /* HIAR_PROGRESS: 0|auto */
 enum { HIAR_FLAT_OFF, HIAR_FLAT_AUTO };         /* HIAR_FLAT: 0|auto */
 enum { HIAR_MPIDEV_AUTO, HIAR_MPIDEV_NO, HIAR_MPIDEV_YES }; /* HIAR_MPI_DEVICE: auto|0|1 */
 enum { HIAR_TUNE_OFF, HIAR_TUNE_ON, HIAR_TUNE_AUTO };    /* HIAR_TUNE: 0|1|auto */
+enum { HIAR_YIELD_AUTO, HIAR_YIELD_SPIN, HIAR_YIELD_SOON }; /* HIAR_YIELD: auto|0|1 */
 
 typedef struct {
     const char *name; /* "HIAR_DEBUG" */

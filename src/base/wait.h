@@ -1,7 +1,10 @@
 /*
  * Bounded waiting.  Every loop that waits on a peer polls through here: it
- * spins briefly, then yields the core (ranks may outnumber cores), and gives
- * up when HIAR_TIMEOUT_MS passes or the communicator is aborted.
+ * spins, then yields the core, and gives up when HIAR_TIMEOUT_MS passes or
+ * the communicator is aborted.  How long it spins is the comm's choice
+ * (HIAR_YIELD, core/spin.c): briefly where ranks outnumber cores (the peer
+ * it waits for may need this core), a millisecond where each has one (a
+ * yield there hands the core to any other runnable process for a slice).
  */
 #ifndef HIAR_WAIT_H
 #define HIAR_WAIT_H
@@ -15,6 +18,15 @@
 
 /* Polls spent spinning before each poll also yields the core. */
 #define HIAR_WAIT_SPINS 256
+/*
+ * Where each rank has a core (spin_ns set): the time a call's waits spin
+ * before they yield too.  On the 2-core CPU machine, 2 ranks beside one busy
+ * process, 2 KB-128 KB host calls took 1.3-1.9 ms yielding after 256 polls
+ * (each yield lost the core to that process for a scheduler slice) and
+ * 3.8-58 us spinning (MPI_Allreduce 4.3-80 us).  A peer later than this is
+ * not running or not there yet, and yielding then keeps a long wait polite.
+ */
+#define HIAR_WAIT_SPIN_NS 1000000u
 /* Polls between two reads of the clock. */
 #define HIAR_WAIT_CLOCK_EVERY 64
 
@@ -26,7 +38,10 @@
  */
 typedef struct hiar_wait {
     uint64_t deadline_ns; /* 0: not set yet */
+    uint64_t spin_ns;     /* 0: yield after HIAR_WAIT_SPINS polls; else spin this long from the first clock read */
+    uint64_t spin_end_ns;
     int timeout_ms;
+    int yielding;
     const atomic_int *abort; /* set by hiar_comm_abort from another thread */
     unsigned polls;
     const char *what; /* what is awaited, for the message */
@@ -41,7 +56,7 @@ static inline uint64_t hiar_now_ns(void)
 
 static inline hiar_wait_t hiar_wait_begin(int timeout_ms, const atomic_int *abort, const char *what)
 {
-    hiar_wait_t w = {0, timeout_ms, abort, 0, what};
+    hiar_wait_t w = {0, 0, 0, timeout_ms, 0, abort, 0, what};
     return w;
 }
 
@@ -50,16 +65,19 @@ static inline hiar_result_t hiar_wait_poll(hiar_wait_t *w)
 {
     unsigned n = ++w->polls;
 
-    if (n > HIAR_WAIT_SPINS)
+    if (n > HIAR_WAIT_SPINS && (!w->spin_ns || w->yielding))
         sched_yield();
     if (n % HIAR_WAIT_CLOCK_EVERY)
         return HIAR_SUCCESS;
     if (atomic_load_explicit(w->abort, memory_order_relaxed))
         return hiar_error_set(HIAR_COMM_FAILED, "%s: the communicator was aborted", w->what);
     uint64_t now = hiar_now_ns();
-    if (!w->deadline_ns)
+    if (!w->deadline_ns) {
         w->deadline_ns = now + (uint64_t)w->timeout_ms * 1000000u;
-    else if (now > w->deadline_ns)
+        w->spin_end_ns = now + w->spin_ns;
+    } else if (w->spin_ns && now > w->spin_end_ns)
+        w->yielding = 1;
+    if (now > w->deadline_ns)
         return hiar_error_set(HIAR_TIMEOUT, "%s: the peers did not all arrive within HIAR_TIMEOUT_MS=%d ms of the call's first wait",
                               w->what, w->timeout_ms);
     return HIAR_SUCCESS;

@@ -149,7 +149,10 @@ hiar_result_t hiar_comm_scratch(hiar_comm_t *comm, char **scratch)
 
 hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what)
 {
-    return hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort, what);
+    hiar_wait_t w = hiar_wait_begin((int)hiar_comm_param(comm, HIAR_P_TIMEOUT_MS), &comm->abort, what);
+
+    w.spin_ns = comm->spin_ns;
+    return w;
 }
 
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in)

@@ -21,6 +21,8 @@ struct hiar_comm {
     void *scratch;    /* HIAR_MPI_SCRATCH_BYTES where MPI reduces (the MPI path) */
     hiar_mpi_device_t mpi_device; /* whether MPI point-to-point takes device pointers (HIAR_MPI_DEVICE) */
     hiar_tune_t tune;             /* the crossovers tuned at creation, and where they came from (core/tune.h) */
+    uint64_t spin_ns;             /* how long a call's waits spin before they yield (HIAR_YIELD: core/yield.c) */
+    char yield_why[160];
 
     atomic_int busy;      /* a call is running on this comm */
     atomic_int abort;     /* hiar_comm_abort asks running waits to stop */
@@ -50,8 +52,11 @@ void hiar_comm_fail(hiar_comm_t *comm, hiar_result_t rc);
 /* The comm's scratch, where MPI reduces (HIAR_MPI_SCRATCH_BYTES, allocated at first use). */
 hiar_result_t hiar_comm_scratch(hiar_comm_t *comm, char **scratch);
 
-/* The one deadline of a call that starts now (HIAR_TIMEOUT_MS, the comm's abort flag). */
+/* The one deadline of a call that starts now (HIAR_TIMEOUT_MS, the comm's abort flag and spin time). */
 hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what);
+
+/* HIAR_YIELD: sets comm->spin_ns and yield_why (collective, at creation; core/yield.c). */
+hiar_result_t hiar_comm_choose_yield(hiar_comm_t *comm);
 
 /* The plan's inputs that the comm fixes (all but the call's). */
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in);

@@ -124,6 +124,7 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
     HIAR_CHECK(host_groups(comm));
+    HIAR_CHECK(hiar_comm_choose_yield(comm));
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &limits); /* slot sizes: parameters only, the same for both sides */
 #ifdef HIAR_HAVE_CUDA

@@ -192,6 +192,7 @@ hiar_result_t hiar_comm_describe(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  group %d: ranks %s  transport %s", i, members, hiar_group_size(g, i) > 1 ? "shm" : "none");
     }
     describe_paths(comm, out);
+    EMIT(out, "  waits: %s", comm->yield_why);
     describe_tuning(comm, out);
     EMIT(out, "  mpi device pointers: %s (%s)", comm->mpi_device.yes ? "yes" : "no", comm->mpi_device.why);
 #ifdef HIAR_HAVE_CUDA

@@ -5,6 +5,7 @@
 #ifndef HIAR_TOPO_H
 #define HIAR_TOPO_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "hiar.h"
@@ -125,6 +126,28 @@ int hiar_grouping_max_size(const hiar_grouping_t *g);
 
 /* This host's identity: HIAR_HOST_ID if set, else hostname + boot id. */
 void hiar_topo_host_id(const char *override, char out[HIAR_HOST_ID_MAX]);
+
+/* The CPUs a process may run on, a bit each (CPU_SETSIZE of them, sched_getaffinity's). */
+#define HIAR_CPU_WORDS 16
+
+/* A rank's machine (real host identity, never HIAR_HOST_ID's) and the CPUs its affinity allows. */
+typedef struct {
+    char host[HIAR_HOST_ID_MAX];
+    uint64_t cpus[HIAR_CPU_WORDS];
+} hiar_topo_cpus_t;
+
+/* This process's: its machine and its affinity mask (every online CPU where the mask cannot be read). */
+void hiar_topo_cpus_mine(hiar_topo_cpus_t *out);
+
+/* What the ranks of one machine may run on. */
+typedef struct {
+    int ranks;  /* of the records, on the machine */
+    int cpus;   /* CPUs their masks allow together */
+    int shared; /* some CPU is in two of their masks (not each bound to cores of its own) */
+} hiar_topo_machine_cpus_t;
+
+/* Of the n ranks' records, those on rank me's machine. */
+hiar_topo_machine_cpus_t hiar_topo_cpus_of_host(const hiar_topo_cpus_t *all, int n, int me);
 
 /* Writes group's ranks "0,1,2" into buf (cut at len). */
 void hiar_grouping_members(const hiar_grouping_t *g, int group, char *buf, size_t len);

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/wait.h"
 
 /* The result names, written out here rather than taken from HIAR_RESULT_MAP. */
 static const struct {
@@ -379,4 +380,58 @@ Test(log, assert_false_aborts, .signal = SIGABRT)
 
     log_setup("WARN", "/dev/null");
     HIAR_ASSERT(n == 0);
+}
+
+/* Polls w until it says stop or `seconds` pass; the result (HIAR_SUCCESS: still waiting then). */
+static hiar_result_t poll_for(hiar_wait_t *w, double seconds)
+{
+    uint64_t end = hiar_now_ns() + (uint64_t)(seconds * 1e9);
+    hiar_result_t rc = HIAR_SUCCESS;
+
+    while (rc == HIAR_SUCCESS && hiar_now_ns() < end)
+        rc = hiar_wait_poll(w);
+    return rc;
+}
+
+/* A wait gives up with HIAR_TIMEOUT once HIAR_TIMEOUT_MS has passed since its first clock read, not before. */
+Test(wait, times_out_after_its_deadline)
+{
+    atomic_int abort = 0;
+    hiar_wait_t w = hiar_wait_begin(50, &abort, "test wait");
+
+    cr_expect_eq(poll_for(&w, 0.02), HIAR_SUCCESS);
+    cr_expect_eq(poll_for(&w, 0.5), HIAR_TIMEOUT);
+    cr_expect(strstr(hiar_last_error(), "test wait") && strstr(hiar_last_error(), "HIAR_TIMEOUT_MS=50"), "%s",
+              hiar_last_error());
+}
+
+Test(wait, stops_when_aborted)
+{
+    atomic_int abort = 0;
+    hiar_wait_t w = hiar_wait_begin(60000, &abort, "test wait");
+
+    cr_expect_eq(poll_for(&w, 0.01), HIAR_SUCCESS);
+    atomic_store(&abort, 1);
+    cr_expect_eq(poll_for(&w, 1), HIAR_COMM_FAILED);
+}
+
+/*
+ * HIAR_YIELD: with a spin time the wait starts yielding only once that time
+ * has passed since its first clock read; without one it never needs the
+ * clock to yield (every poll past HIAR_WAIT_SPINS does).
+ */
+Test(wait, spins_for_its_spin_time_then_yields)
+{
+    atomic_int abort = 0;
+    hiar_wait_t w = hiar_wait_begin(60000, &abort, "test wait");
+
+    w.spin_ns = 200000000u; /* 0.2 s */
+    cr_expect_eq(poll_for(&w, 0.05), HIAR_SUCCESS);
+    cr_expect_not(w.yielding, "yielding 0.05 s into a 0.2 s spin");
+    cr_expect_eq(poll_for(&w, 0.3), HIAR_SUCCESS);
+    cr_expect(w.yielding, "not yielding 0.35 s into a 0.2 s spin");
+    w = hiar_wait_begin(60000, &abort, "test wait");
+    cr_expect_eq(poll_for(&w, 0.05), HIAR_SUCCESS);
+    cr_expect_not(w.yielding);
+    cr_expect_gt(w.polls, HIAR_WAIT_SPINS);
 }

@@ -394,6 +394,9 @@ static const struct {
     {HIAR_P_TUNE, "0", HIAR_TUNE_OFF},
     {HIAR_P_TUNE, "1", HIAR_TUNE_ON},
     {HIAR_P_TUNE, "auto", HIAR_TUNE_AUTO},
+    {HIAR_P_YIELD, "auto", HIAR_YIELD_AUTO},
+    {HIAR_P_YIELD, "0", HIAR_YIELD_SPIN},
+    {HIAR_P_YIELD, "1", HIAR_YIELD_SOON},
 };
 enum { NENUM_CONSTANTS = sizeof(enum_constants) / sizeof(enum_constants[0]) };
 

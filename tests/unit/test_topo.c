@@ -5,7 +5,11 @@
  * position in the group.
  */
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "topo/topo.h"
@@ -260,4 +264,69 @@ Test(topo, groups_per_host)
     cr_expect_eq(per_host("aaab", "0|1|2|3"), 0, "3 groups on one host, 1 on the other");
     cr_expect_eq(per_host("aabb", "0,2|1,3"), 0, "a group spans two hosts");
     cr_expect_eq(per_host("abcd", "0|1|2|3"), 1, "a rank per host");
+}
+
+/* A record of machine `host` whose mask allows CPUs lo..hi. */
+static hiar_topo_cpus_t cpus_rec(const char *host, int lo, int hi)
+{
+    hiar_topo_cpus_t c;
+
+    memset(&c, 0, sizeof(c));
+    snprintf(c.host, sizeof(c.host), "%s", host);
+    for (int i = lo; i <= hi; i++)
+        c.cpus[i / 64] |= (uint64_t)1 << (i % 64);
+    return c;
+}
+
+/*
+ * HIAR_YIELD=auto counts a machine's ranks against the union of their masks,
+ * and whether two masks share a CPU: ranks bound a core each share none, ranks
+ * on one mask do; other machines' ranks do not count.
+ */
+Test(topo, cpus_of_host)
+{
+    hiar_topo_cpus_t all[6];
+    hiar_topo_machine_cpus_t m;
+
+    all[0] = cpus_rec("a", 0, 0);
+    all[1] = cpus_rec("a", 1, 1);
+    m = hiar_topo_cpus_of_host(all, 2, 0);
+    cr_expect(m.ranks == 2 && m.cpus == 2 && !m.shared, "bound a core each: %d %d %d", m.ranks, m.cpus, m.shared);
+    all[1] = cpus_rec("a", 0, 0);
+    m = hiar_topo_cpus_of_host(all, 2, 1);
+    cr_expect(m.ranks == 2 && m.cpus == 1 && m.shared, "both on CPU 0: %d %d %d", m.ranks, m.cpus, m.shared);
+    for (int r = 0; r < 6; r++)
+        all[r] = cpus_rec(r < 4 ? "a" : "b", 0, 1);
+    m = hiar_topo_cpus_of_host(all, 6, 2);
+    cr_expect(m.ranks == 4 && m.cpus == 2 && m.shared, "4 ranks on 2 CPUs: %d %d %d", m.ranks, m.cpus, m.shared);
+    m = hiar_topo_cpus_of_host(all, 6, 5);
+    cr_expect(m.ranks == 2 && m.cpus == 2 && m.shared, "machine b: %d %d %d", m.ranks, m.cpus, m.shared);
+    all[4] = cpus_rec("b", 60, 70); /* across a word of the mask */
+    all[5] = cpus_rec("b", 1000, 1023);
+    m = hiar_topo_cpus_of_host(all, 6, 4);
+    cr_expect(m.ranks == 2 && m.cpus == 35 && !m.shared, "machine b, masks apart: %d %d %d", m.ranks, m.cpus,
+              m.shared);
+    all[5] = cpus_rec("b", 70, 80); /* one CPU in both */
+    m = hiar_topo_cpus_of_host(all, 6, 5);
+    cr_expect(m.ranks == 2 && m.cpus == 21 && m.shared, "machine b, masks meet: %d %d %d", m.ranks, m.cpus,
+              m.shared);
+}
+
+/* This process's record: its real machine (HIAR_HOST_ID does not change it) and at least one CPU. */
+Test(topo, cpus_mine)
+{
+    hiar_topo_cpus_t c, again;
+    hiar_topo_machine_cpus_t m;
+    char real[HIAR_HOST_ID_MAX];
+
+    setenv("HIAR_HOST_ID", "pretend", 1);
+    hiar_topo_cpus_mine(&c);
+    unsetenv("HIAR_HOST_ID");
+    hiar_topo_host_id(NULL, real);
+    cr_expect_str_eq(c.host, real);
+    hiar_topo_cpus_mine(&again);
+    cr_expect(memcmp(&c, &again, sizeof(c)) == 0);
+    m = hiar_topo_cpus_of_host(&c, 1, 0);
+    cr_expect(m.ranks == 1 && m.cpus >= 1 && m.cpus <= sysconf(_SC_NPROCESSORS_CONF) && !m.shared, "%d CPUs",
+              m.cpus);
 }
