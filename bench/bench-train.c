@@ -295,7 +295,7 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
     double longer = compute_ms > r->comm_ms ? compute_ms : r->comm_ms;
     double shorter = compute_ms > r->comm_ms ? r->comm_ms : compute_ms;
     double overlap = (compute_ms + r->comm_ms - r->step_ms) / shorter;
-    double floor = pipeline_floor(compute_ms, r->comm_ms, t->nb);
+    double floor_ms = pipeline_floor(compute_ms, r->comm_ms, t->nb);
     double busbw = (double)t->nb * (double)t->bytes / (r->comm_ms * 1e6) * 2.0 * (b->nranks - 1) / b->nranks;
     const char *name = bench_impls[impl].name;
     char wrong[24] = "-";
@@ -308,14 +308,14 @@ static void print_row(const train_t *t, int impl, double compute_ms, const row_t
                "\"step_ms\":%.4f,\"overlap\":%.3f,\"step_over_max\":%.3f,\"floor_ms\":%.4f,"
                "\"step_over_floor\":%.3f,\"wrong\":%lld}\n",
                name, b->nranks, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op), t->nb, t->bytes,
-               t->ns / 1000, compute_ms, r->comm_ms, busbw, r->step_ms, overlap, r->step_ms / longer, floor,
-               r->step_ms / floor, b->opt.check ? r->wrong : -1);
+               t->ns / 1000, compute_ms, r->comm_ms, busbw, r->step_ms, overlap, r->step_ms / longer, floor_ms,
+               r->step_ms / floor_ms, b->opt.check ? r->wrong : -1);
     else if (b->opt.json)
         printf("{\"mode\":\"train\",\"impl\":\"%s\",\"nranks\":%d,\"status\":\"%s\"}\n", name, b->nranks,
                r->status == RUN_NA ? "n/a" : "failed");
     else if (r->status == RUN_OK)
         printf("%6s %12.3f %10.3f %12.2f %10.3f %8.2f %9.3f %10.3f %11.3f %7s\n", name, compute_ms, r->comm_ms,
-               busbw, r->step_ms, overlap, r->step_ms / longer, floor, r->step_ms / floor, wrong);
+               busbw, r->step_ms, overlap, r->step_ms / longer, floor_ms, r->step_ms / floor_ms, wrong);
     else
         printf("%6s %12s\n", name, r->status == RUN_NA ? "n/a" : "failed");
 }

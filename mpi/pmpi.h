@@ -70,8 +70,8 @@ int pmpi_enabled(void);
 
 /*
  * How long the preload's wait loops spin before they yield the core: the
- * shortest of its hiar comms' (HIAR_YIELD, base/wait.h); 0 (yield at once)
- * before the first.
+ * shortest of the hiar comms it has made (HIAR_YIELD, base/wait.h; a comm
+ * freed since still counts); 0 (yield at every turn) before the first.
  */
 unsigned long long pmpi_spin_ns(void);
 

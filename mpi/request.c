@@ -24,8 +24,8 @@
  */
 #include "config.h"
 
-#include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -255,30 +255,36 @@ static void progress_all(void)
 }
 
 /*
- * A wait loop's turn that found nothing done: spins, then yields the core,
- * as hiar's own waits on the preload's comms do (pmpi_spin_ns; base/wait.h
- * says why), but waits as long as it takes, as MPI's do.
+ * A wait loop's turn that found nothing done (*since: 0 at the loop's
+ * start).  Such a turn takes the lock twice and asks CUDA and MPI, so
+ * where ranks outnumber CPUs (pmpi_spin_ns 0, and before the first comm)
+ * every turn yields the core, as before HIAR_YIELD; else the loop spins that
+ * long first, as hiar's own waits do (base/wait.h says why).
  */
-static void idle(hiar_wait_t *w)
+static void idle(uint64_t *since)
 {
-    static const atomic_int never = 0;
+    unsigned long long spin = pmpi_spin_ns();
+    uint64_t now;
 
-    if (!w->what) {
-        *w = hiar_wait_begin(INT_MAX, &never, "an MPI wait");
-        w->spin_ns = pmpi_spin_ns();
+    if (!spin) {
+        sched_yield();
+        return;
     }
-    if (hiar_wait_poll(w) != HIAR_SUCCESS) /* INT_MAX ms later: a fresh turn */
-        w->what = NULL;
+    now = hiar_now_ns();
+    if (!*since)
+        *since = now;
+    else if (now - *since > spin)
+        sched_yield();
 }
 
 /* Until none of reqs is ours and pending. */
 static void wait_ours(int n, const MPI_Request *reqs)
 {
-    hiar_wait_t w = {0};
+    uint64_t since = 0;
 
     while (any_pending(n, reqs)) {
         progress_all();
-        idle(&w);
+        idle(&since);
     }
 }
 
@@ -293,7 +299,7 @@ static int comm_pending(const pmpi_comm_t *s)
 
 void pmpi_requests_finish(const pmpi_comm_t *s)
 {
-    hiar_wait_t w = {0};
+    uint64_t since = 0;
 
     for (;;) {
         int pending;
@@ -304,7 +310,7 @@ void pmpi_requests_finish(const pmpi_comm_t *s)
         unlock();
         if (!pending)
             return;
-        idle(&w);
+        idle(&since);
     }
 }
 
@@ -449,7 +455,7 @@ PMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status status
 /* Waitany and Waitsome: test in turn (another request may finish first). */
 PMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
-    hiar_wait_t w = {0};
+    uint64_t since = 0;
     int flag = 0, rc;
 
     if (!any_pending(count, requests))
@@ -458,14 +464,14 @@ PMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_S
         progress_all();
         if ((rc = PMPI_Testany(count, requests, index, &flag, status)) != MPI_SUCCESS || flag)
             return rc;
-        idle(&w);
+        idle(&since);
     }
 }
 
 PMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                              MPI_Status statuses[])
 {
-    hiar_wait_t w = {0};
+    uint64_t since = 0;
     int rc;
 
     if (!any_pending(incount, requests))
@@ -474,7 +480,7 @@ PMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
         progress_all();
         if ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) != MPI_SUCCESS || *outcount)
             return rc;
-        idle(&w);
+        idle(&since);
     }
 }
 

@@ -2,7 +2,7 @@
  * Bounded waiting.  Every loop that waits on a peer polls through here: it
  * spins, then yields the core, and gives up when HIAR_TIMEOUT_MS passes or
  * the communicator is aborted.  How long it spins is the comm's choice
- * (HIAR_YIELD, core/spin.c): briefly where ranks outnumber cores (the peer
+ * (HIAR_YIELD, core/yield.c): briefly where ranks outnumber cores (the peer
  * it waits for may need this core), a millisecond where each has one (a
  * yield there hands the core to any other runnable process for a slice).
  */
@@ -21,10 +21,11 @@
 /*
  * Where each rank has a core (spin_ns set): the time a call's waits spin
  * before they yield too.  On the 2-core CPU machine, 2 ranks beside one busy
- * process, 2 KB-128 KB host calls took 1.3-1.9 ms yielding after 256 polls
- * (each yield lost the core to that process for a scheduler slice) and
- * 3.8-58 us spinning (MPI_Allreduce 4.3-80 us).  A peer later than this is
- * not running or not there yet, and yielding then keeps a long wait polite.
+ * process (a shell loop), host calls of 32 B-128 KB took 1.5-2.4 ms yielding
+ * after 256 polls (each yield lost the core to that process for a scheduler
+ * slice) and 0.4-59 us spinning (MPI_Allreduce 0.5-74 us; hiar-bench -m host
+ * -b 8 -e 128K -f 4 -n 2000, two rounds).  A peer later than this is not
+ * running or not there yet, and yielding then keeps a long wait polite.
  */
 #define HIAR_WAIT_SPIN_NS 1000000u
 /* Polls between two reads of the clock. */

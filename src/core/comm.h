@@ -55,8 +55,8 @@ hiar_result_t hiar_comm_scratch(hiar_comm_t *comm, char **scratch);
 /* The one deadline of a call that starts now (HIAR_TIMEOUT_MS, the comm's abort flag and spin time). */
 hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what);
 
-/* HIAR_YIELD: sets comm->spin_ns and yield_why (collective, at creation; core/yield.c). */
-hiar_result_t hiar_comm_choose_yield(hiar_comm_t *comm);
+/* HIAR_YIELD: sets comm->spin_ns and yield_why from what the ranks of this machine may run on (core/yield.c). */
+void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *machine);
 
 /* The plan's inputs that the comm fixes (all but the call's). */
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in);

@@ -84,8 +84,10 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
 static hiar_result_t host_groups(hiar_comm_t *comm)
 {
     hiar_grouping_t g = {0};
+    hiar_topo_machine_cpus_t machine;
 
-    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->size, &g));
+    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &machine));
+    hiar_comm_set_yield(comm, &machine);
     return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
 
@@ -124,7 +126,6 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
     HIAR_CHECK(host_groups(comm));
-    HIAR_CHECK(hiar_comm_choose_yield(comm));
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &limits); /* slot sizes: parameters only, the same for both sides */
 #ifdef HIAR_HAVE_CUDA

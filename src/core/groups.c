@@ -51,27 +51,28 @@ static hiar_result_t choose_host(const hiar_params_t *p, const char *ids, const 
     return rc;
 }
 
-hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int size, hiar_grouping_t *out)
+hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, int size, hiar_grouping_t *out,
+                               hiar_topo_machine_cpus_t *machine)
 {
-    char mine[2][HIAR_HOST_ID_MAX];
-    char *all = malloc((size_t)size * 2 * HIAR_HOST_ID_MAX), *ids = NULL;
+    hiar_topo_rank_host_t mine, *all = malloc((size_t)size * sizeof(*all));
+    char *ids = NULL;
     hiar_result_t rc;
 
     if (!all || !(ids = malloc((size_t)size * 2 * HIAR_HOST_ID_MAX))) {
         free(all);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the host table of %d ranks", size);
     }
-    hiar_topo_host_id(p->v[HIAR_P_HOST_ID].text, mine[0]);
-    hiar_topo_host_id(NULL, mine[1]);
-    rc = hiar_net_allgather(mpi, mine, sizeof(mine), all, "MPI_Allgather of host identities");
-    /* Split the interleaved table (as overridden, real) into two contiguous ones. */
+    hiar_topo_rank_host(p->v[HIAR_P_HOST_ID].text, &mine);
+    rc = hiar_net_allgather(mpi, &mine, sizeof(mine), all, "MPI_Allgather of host identities");
+    /* Two contiguous tables of identities: as overridden, then real. */
     for (int r = 0; rc == HIAR_SUCCESS && r < size; r++) {
-        memcpy(ids + (size_t)r * HIAR_HOST_ID_MAX, all + (size_t)r * 2 * HIAR_HOST_ID_MAX, HIAR_HOST_ID_MAX);
-        memcpy(ids + ((size_t)size + r) * HIAR_HOST_ID_MAX, all + ((size_t)r * 2 + 1) * HIAR_HOST_ID_MAX,
-               HIAR_HOST_ID_MAX);
+        memcpy(ids + (size_t)r * HIAR_HOST_ID_MAX, all[r].host, HIAR_HOST_ID_MAX);
+        memcpy(ids + ((size_t)size + r) * HIAR_HOST_ID_MAX, all[r].machine, HIAR_HOST_ID_MAX);
     }
-    if (rc == HIAR_SUCCESS)
+    if (rc == HIAR_SUCCESS) {
+        *machine = hiar_topo_machine_cpus(all, size, rank);
         rc = choose_host(p, ids, ids + (size_t)size * HIAR_HOST_ID_MAX, size, out);
+    }
     free(ids);
     free(all);
     return rc;

@@ -21,8 +21,13 @@ typedef struct {
     char why[320]; /* the transport and why */
 } hiar_side_t;
 
-/* Collective over mpi: the host-buffer grouping (HIAR_GROUPS, RANK, else by host); no group spans real hosts. */
-hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int size, hiar_grouping_t *out);
+/*
+ * Collective over mpi: the host-buffer grouping (HIAR_GROUPS, RANK, else by
+ * host); no group spans real hosts.  *machine: what the ranks of this rank's
+ * real machine may run on (HIAR_YIELD), from the same exchange.
+ */
+hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, int size, hiar_grouping_t *out,
+                               hiar_topo_machine_cpus_t *machine);
 
 /* The device-buffer grouping from every rank's facts (HIAR_GROUPS, else HIAR_GROUP_LEVEL), annotated. */
 hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t *facts, int size,

@@ -130,24 +130,37 @@ void hiar_topo_host_id(const char *override, char out[HIAR_HOST_ID_MAX]);
 /* The CPUs a process may run on, a bit each (CPU_SETSIZE of them, sched_getaffinity's). */
 #define HIAR_CPU_WORDS 16
 
-/* A rank's machine (real host identity, never HIAR_HOST_ID's) and the CPUs its affinity allows. */
+/* What a rank tells the others of its host at creation. */
 typedef struct {
-    char host[HIAR_HOST_ID_MAX];
-    uint64_t cpus[HIAR_CPU_WORDS];
-} hiar_topo_cpus_t;
+    char host[HIAR_HOST_ID_MAX];    /* as grouping sees it: HIAR_HOST_ID where set */
+    char machine[HIAR_HOST_ID_MAX]; /* the real one, whatever HIAR_HOST_ID says */
+    uint64_t cpus[HIAR_CPU_WORDS];  /* its affinity mask (every online CPU where it cannot be read) */
+} hiar_topo_rank_host_t;
 
-/* This process's: its machine and its affinity mask (every online CPU where the mask cannot be read). */
-void hiar_topo_cpus_mine(hiar_topo_cpus_t *out);
+/* This process's record; override: HIAR_HOST_ID (NULL or empty: none). */
+void hiar_topo_rank_host(const char *override, hiar_topo_rank_host_t *out);
 
 /* What the ranks of one machine may run on. */
 typedef struct {
     int ranks;  /* of the records, on the machine */
     int cpus;   /* CPUs their masks allow together */
-    int shared; /* some CPU is in two of their masks (not each bound to cores of its own) */
+    int pinned; /* each on one CPU of its own (masks of one CPU, no two alike) */
 } hiar_topo_machine_cpus_t;
 
-/* Of the n ranks' records, those on rank me's machine. */
-hiar_topo_machine_cpus_t hiar_topo_cpus_of_host(const hiar_topo_cpus_t *all, int n, int me);
+/* Of the n ranks' records, those on rank me's real machine. */
+hiar_topo_machine_cpus_t hiar_topo_machine_cpus(const hiar_topo_rank_host_t *all, int n, int me);
+
+/* The ranks the launcher put on this machine (Open MPI, MPICH's Hydra, Intel MPI say), 0 where it does not say. */
+int hiar_topo_launcher_local_ranks(void);
+
+/*
+ * Whether the ranks of a machine outnumber the CPUs they may run on: m from
+ * the records of a communicator, launched from the launcher (0: unknown),
+ * which counts the machine's ranks outside the communicator too.  Ranks
+ * pinned one to a CPU never do (those outside are taken to be pinned too);
+ * else all of them count against the CPUs of the masks seen.
+ */
+int hiar_topo_cpus_outnumbered(const hiar_topo_machine_cpus_t *m, int launched);
 
 /* Writes group's ranks "0,1,2" into buf (cut at len). */
 void hiar_grouping_members(const hiar_grouping_t *g, int group, char *buf, size_t len);

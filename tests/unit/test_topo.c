@@ -266,67 +266,84 @@ Test(topo, groups_per_host)
     cr_expect_eq(per_host("abcd", "0|1|2|3"), 1, "a rank per host");
 }
 
-/* A record of machine `host` whose mask allows CPUs lo..hi. */
-static hiar_topo_cpus_t cpus_rec(const char *host, int lo, int hi)
+/* A record of machine `machine` whose mask allows CPUs lo..hi. */
+static hiar_topo_rank_host_t cpus_rec(const char *machine, int lo, int hi)
 {
-    hiar_topo_cpus_t c;
+    hiar_topo_rank_host_t c;
 
     memset(&c, 0, sizeof(c));
-    snprintf(c.host, sizeof(c.host), "%s", host);
+    snprintf(c.machine, sizeof(c.machine), "%s", machine);
+    snprintf(c.host, sizeof(c.host), "as-grouped-%s", machine);
     for (int i = lo; i <= hi; i++)
         c.cpus[i / 64] |= (uint64_t)1 << (i % 64);
     return c;
 }
 
 /*
- * HIAR_YIELD=auto counts a machine's ranks against the union of their masks,
- * and whether two masks share a CPU: ranks bound a core each share none, ranks
- * on one mask do; other machines' ranks do not count.
+ * HIAR_YIELD=auto: a machine's ranks against the union of their masks, and
+ * whether each is pinned to a CPU of its own; other machines' ranks do not
+ * count, the real machine does (not HIAR_HOST_ID's).
  */
-Test(topo, cpus_of_host)
+Test(topo, machine_cpus)
 {
-    hiar_topo_cpus_t all[6];
+    hiar_topo_rank_host_t all[6];
     hiar_topo_machine_cpus_t m;
 
     all[0] = cpus_rec("a", 0, 0);
     all[1] = cpus_rec("a", 1, 1);
-    m = hiar_topo_cpus_of_host(all, 2, 0);
-    cr_expect(m.ranks == 2 && m.cpus == 2 && !m.shared, "bound a core each: %d %d %d", m.ranks, m.cpus, m.shared);
+    m = hiar_topo_machine_cpus(all, 2, 0);
+    cr_expect(m.ranks == 2 && m.cpus == 2 && m.pinned, "a core each: %d %d %d", m.ranks, m.cpus, m.pinned);
     all[1] = cpus_rec("a", 0, 0);
-    m = hiar_topo_cpus_of_host(all, 2, 1);
-    cr_expect(m.ranks == 2 && m.cpus == 1 && m.shared, "both on CPU 0: %d %d %d", m.ranks, m.cpus, m.shared);
+    m = hiar_topo_machine_cpus(all, 2, 1);
+    cr_expect(m.ranks == 2 && m.cpus == 1 && !m.pinned, "both on CPU 0: %d %d %d", m.ranks, m.cpus, m.pinned);
     for (int r = 0; r < 6; r++)
         all[r] = cpus_rec(r < 4 ? "a" : "b", 0, 1);
-    m = hiar_topo_cpus_of_host(all, 6, 2);
-    cr_expect(m.ranks == 4 && m.cpus == 2 && m.shared, "4 ranks on 2 CPUs: %d %d %d", m.ranks, m.cpus, m.shared);
-    m = hiar_topo_cpus_of_host(all, 6, 5);
-    cr_expect(m.ranks == 2 && m.cpus == 2 && m.shared, "machine b: %d %d %d", m.ranks, m.cpus, m.shared);
+    m = hiar_topo_machine_cpus(all, 6, 2);
+    cr_expect(m.ranks == 4 && m.cpus == 2 && !m.pinned, "4 ranks on 2 CPUs: %d %d %d", m.ranks, m.cpus, m.pinned);
+    m = hiar_topo_machine_cpus(all, 6, 5);
+    cr_expect(m.ranks == 2 && m.cpus == 2 && !m.pinned, "machine b: %d %d %d", m.ranks, m.cpus, m.pinned);
     all[4] = cpus_rec("b", 60, 70); /* across a word of the mask */
     all[5] = cpus_rec("b", 1000, 1023);
-    m = hiar_topo_cpus_of_host(all, 6, 4);
-    cr_expect(m.ranks == 2 && m.cpus == 35 && !m.shared, "machine b, masks apart: %d %d %d", m.ranks, m.cpus,
-              m.shared);
-    all[5] = cpus_rec("b", 70, 80); /* one CPU in both */
-    m = hiar_topo_cpus_of_host(all, 6, 5);
-    cr_expect(m.ranks == 2 && m.cpus == 21 && m.shared, "machine b, masks meet: %d %d %d", m.ranks, m.cpus,
-              m.shared);
+    m = hiar_topo_machine_cpus(all, 6, 4);
+    cr_expect(m.ranks == 2 && m.cpus == 35 && !m.pinned, "machine b, masks apart: %d %d %d", m.ranks, m.cpus,
+              m.pinned);
+    all[4] = cpus_rec("b", 64, 64);
+    all[5] = cpus_rec("b", 1023, 1023);
+    m = hiar_topo_machine_cpus(all, 6, 5);
+    cr_expect(m.ranks == 2 && m.cpus == 2 && m.pinned, "machine b, pinned: %d %d %d", m.ranks, m.cpus, m.pinned);
 }
 
-/* This process's record: its real machine (HIAR_HOST_ID does not change it) and at least one CPU. */
-Test(topo, cpus_mine)
+/* Whether ranks outnumber CPUs, with the launcher's count of the machine's ranks (0: unknown). */
+Test(topo, cpus_outnumbered)
 {
-    hiar_topo_cpus_t c, again;
+    hiar_topo_machine_cpus_t pinned2 = {2, 2, 1}, shared2on2 = {2, 2, 0}, shared8on2 = {8, 2, 0};
+    hiar_topo_machine_cpus_t leader_unbound = {1, 2, 0}, leader_pinned = {1, 1, 1}, one_on_16 = {1, 16, 0};
+
+    cr_expect_not(hiar_topo_cpus_outnumbered(&pinned2, 0), "2 ranks pinned a core each");
+    cr_expect_not(hiar_topo_cpus_outnumbered(&pinned2, 8), "pinned: those outside are taken to be pinned too");
+    cr_expect_not(hiar_topo_cpus_outnumbered(&shared2on2, 2), "2 ranks sharing 2 CPUs");
+    cr_expect(hiar_topo_cpus_outnumbered(&shared2on2, 3), "a third rank outside the comm on the same 2 CPUs");
+    cr_expect(hiar_topo_cpus_outnumbered(&shared8on2, 0), "8 ranks on 2 CPUs");
+    cr_expect(hiar_topo_cpus_outnumbered(&leader_unbound, 8), "one rank of 8 here, sharing 2 CPUs");
+    cr_expect_not(hiar_topo_cpus_outnumbered(&leader_unbound, 0), "one rank alone on 2 CPUs");
+    cr_expect_not(hiar_topo_cpus_outnumbered(&leader_pinned, 8), "one rank of 8 here, pinned");
+    cr_expect_not(hiar_topo_cpus_outnumbered(&one_on_16, 8), "8 ranks on 16 CPUs");
+}
+
+/* This process's record: HIAR_HOST_ID's identity as the host, the real one as the machine, at least one CPU. */
+Test(topo, rank_host_mine)
+{
+    hiar_topo_rank_host_t c, again;
     hiar_topo_machine_cpus_t m;
     char real[HIAR_HOST_ID_MAX];
 
-    setenv("HIAR_HOST_ID", "pretend", 1);
-    hiar_topo_cpus_mine(&c);
-    unsetenv("HIAR_HOST_ID");
+    hiar_topo_rank_host("pretend", &c);
     hiar_topo_host_id(NULL, real);
-    cr_expect_str_eq(c.host, real);
-    hiar_topo_cpus_mine(&again);
-    cr_expect(memcmp(&c, &again, sizeof(c)) == 0);
-    m = hiar_topo_cpus_of_host(&c, 1, 0);
-    cr_expect(m.ranks == 1 && m.cpus >= 1 && m.cpus <= sysconf(_SC_NPROCESSORS_CONF) && !m.shared, "%d CPUs",
-              m.cpus);
+    cr_expect_str_eq(c.host, "pretend");
+    cr_expect_str_eq(c.machine, real);
+    hiar_topo_rank_host(NULL, &again);
+    cr_expect_str_eq(again.host, real);
+    cr_expect(memcmp(c.cpus, again.cpus, sizeof(c.cpus)) == 0);
+    m = hiar_topo_machine_cpus(&c, 1, 0);
+    cr_expect(m.ranks == 1 && m.cpus >= 1 && m.cpus <= sysconf(_SC_NPROCESSORS_CONF), "%d CPUs", m.cpus);
 }
