@@ -1,6 +1,4 @@
 /* A rank's host record and what the ranks of a machine may run on (for HIAR_YIELD: core/yield.c). */
-#include "config.h"
-
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
