@@ -84,10 +84,11 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
 static hiar_result_t host_groups(hiar_comm_t *comm)
 {
     hiar_grouping_t g = {0};
-    hiar_topo_machine_cpus_t machine;
+    hiar_host_facts_t facts;
 
-    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &machine));
-    hiar_comm_set_yield(comm, &machine);
+    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &facts));
+    comm->machines = facts.machines;
+    hiar_comm_set_yield(comm, &facts.cpus);
     return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
 

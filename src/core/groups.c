@@ -51,8 +51,19 @@ static hiar_result_t choose_host(const hiar_params_t *p, const char *ids, const 
     return rc;
 }
 
+/* The number of distinct identities in a table of n. */
+static hiar_result_t count_distinct(const char *ids, int n, int *count)
+{
+    hiar_grouping_t g = {0};
+
+    HIAR_CHECK(hiar_grouping_by_host(ids, n, &g));
+    *count = g.ngroups;
+    hiar_grouping_free(&g);
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, int size, hiar_grouping_t *out,
-                               hiar_topo_machine_cpus_t *machine)
+                               hiar_host_facts_t *facts)
 {
     hiar_topo_rank_host_t mine, *all = malloc((size_t)size * sizeof(*all));
     char *ids = NULL;
@@ -70,9 +81,11 @@ hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, i
         memcpy(ids + ((size_t)size + r) * HIAR_HOST_ID_MAX, all[r].machine, HIAR_HOST_ID_MAX);
     }
     if (rc == HIAR_SUCCESS) {
-        *machine = hiar_topo_machine_cpus(all, size, rank);
-        rc = choose_host(p, ids, ids + (size_t)size * HIAR_HOST_ID_MAX, size, out);
+        facts->cpus = hiar_topo_machine_cpus(all, size, rank);
+        rc = count_distinct(ids + (size_t)size * HIAR_HOST_ID_MAX, size, &facts->machines);
     }
+    if (rc == HIAR_SUCCESS)
+        rc = choose_host(p, ids, ids + (size_t)size * HIAR_HOST_ID_MAX, size, out);
     free(ids);
     free(all);
     return rc;

@@ -21,13 +21,18 @@ typedef struct {
     char why[320]; /* the transport and why */
 } hiar_side_t;
 
+/* What the exchange of host records tells beside the grouping. */
+typedef struct {
+    hiar_topo_machine_cpus_t cpus; /* what the ranks of this rank's real machine may run on (HIAR_YIELD) */
+    int machines;                  /* real machines (host name and boot id) of the ranks */
+} hiar_host_facts_t;
+
 /*
  * Collective over mpi: the host-buffer grouping (HIAR_GROUPS, RANK, else by
- * host); no group spans real hosts.  *machine: what the ranks of this rank's
- * real machine may run on (HIAR_YIELD), from the same exchange.
+ * host); no group spans real hosts.  *facts: from the same exchange.
  */
 hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, int size, hiar_grouping_t *out,
-                               hiar_topo_machine_cpus_t *machine);
+                               hiar_host_facts_t *facts);
 
 /* The device-buffer grouping from every rank's facts (HIAR_GROUPS, else HIAR_GROUP_LEVEL), annotated. */
 hiar_result_t hiar_groups_device(const hiar_params_t *p, const hiar_topo_fact_t *facts, int size,

@@ -140,26 +140,6 @@ static hiar_result_t measure(hiar_comm_t *comm, const crossover_t *x, int32_t *s
     return HIAR_SUCCESS;
 }
 
-/* The number of distinct hosts (by hostname and boot id, whatever HIAR_HOST_ID says). */
-static hiar_result_t count_hosts(const hiar_comm_t *comm, int *nhosts)
-{
-    char mine[HIAR_HOST_ID_MAX], *all = malloc((size_t)comm->size * HIAR_HOST_ID_MAX);
-    hiar_grouping_t g = {0};
-    hiar_result_t rc;
-
-    if (!all)
-        return hiar_error_set(HIAR_NO_MEMORY, "tuning: cannot allocate %d host ids", comm->size);
-    hiar_topo_host_id(NULL, mine);
-    rc = hiar_net_allgather(comm->mpi, mine, HIAR_HOST_ID_MAX, all, "tuning: gathering the host ids");
-    if (rc == HIAR_SUCCESS)
-        rc = hiar_grouping_by_host(all, comm->size, &g);
-    if (rc == HIAR_SUCCESS)
-        *nhosts = g.ngroups;
-    hiar_grouping_free(&g);
-    free(all);
-    return rc;
-}
-
 #ifdef HIAR_HAVE_CUDA
 /* The device grouping's sizes, whether ranks share a GPU, whether there is the group over the host: a
  * measurement on ranks that share one GPU is no guide where each has its own. */
@@ -175,18 +155,17 @@ static void device_layout(const hiar_gpu_t *gpu, char *out, size_t len)
 }
 #endif
 
-/* This rank's signature (collective: the host count). */
+/* This rank's signature. */
 static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len)
 {
     const hiar_grouping_t *g = &comm->host.tier.groups;
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none", layout[320] = "none";
     int sizes[64], n = 0;
-    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, 0, "shm", "none", mpi, gpu,
-                           layout};
+    hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, comm->machines, "shm", "none", mpi,
+                           gpu, layout};
 
     for (int i = 0; i < f.ngroups; i++)
         sizes[i] = hiar_group_size(g, i);
-    HIAR_CHECK(count_hosts(comm, &f.nhosts));
     MPI_Get_library_version(mpi, &n);
     mpi[strcspn(mpi, "\n")] = '\0';
     if (comm->host.tp == NULL)
