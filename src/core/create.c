@@ -1,9 +1,11 @@
 /* hiar_comm_create / destroy / abort: the setup of both sides of a communicator, and its end. */
 #include "config.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -52,11 +54,21 @@ static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
     return (long long)(h >> 1);
 }
 
+/* Free bytes of /dev/shm for this user, 0 where they cannot be read. */
+static size_t shm_free_bytes(void)
+{
+    struct statvfs v;
+
+    return statvfs("/dev/shm", &v) == 0 ? (size_t)v.f_bavail * (size_t)v.f_frsize : 0;
+}
+
 /*
  * Values that decide the grouping or the path of a call must be equal on
  * every rank, or the ranks would group differently or take different paths
  * and wait for each other forever; HIAR_CLUSTERS, or the fused norm's rows
- * would be summed in other orders on other ranks (not the same bits).
+ * would be summed in other orders on other ranks (not the same bits).  The
+ * same exchange finds the least free /dev/shm, which sizes the default host
+ * slots (plan.h HIAR_SHM_SLOT_FLOOR): that too must be one value.
  */
 static hiar_result_t check_params_agree(hiar_comm_t *comm)
 {
@@ -66,11 +78,14 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
                                              HIAR_P_TUNE,        HIAR_P_FLAT,        HIAR_P_FLAT_MAX,
                                              HIAR_P_PROGRESS,    HIAR_P_CLUSTERS};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
-    long long mine[N], lo[N], hi[N];
+    long long mine[N + 1], lo[N + 1], hi[N + 1];
+    size_t shm = shm_free_bytes();
 
     for (int i = 0; i < N; i++)
         mine[i] = agreed_value(comm, agreed[i]);
-    HIAR_CHECK(hiar_net_bounds(comm->mpi, mine, lo, hi, N));
+    mine[N] = shm ? (long long)(shm < (size_t)LLONG_MAX ? shm : (size_t)LLONG_MAX) : LLONG_MAX;
+    HIAR_CHECK(hiar_net_bounds(comm->mpi, mine, lo, hi, N + 1));
+    comm->shm_free = lo[N] == LLONG_MAX ? 0 : (size_t)lo[N];
     for (int i = 0; i < N; i++)
         if (lo[i] != hi[i])
             return hiar_error_set(HIAR_INVALID_ARGUMENT,
@@ -119,6 +134,19 @@ static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *li
 }
 #endif
 
+/* Default host slots made smaller to fit /dev/shm (plan.c shm_default_slot) are logged. */
+static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const hiar_plan_limits_t *limits)
+{
+    hiar_plan_limits_t roomy;
+
+    in.shm_free = 0;
+    hiar_plan_limits(&in, &roomy);
+    if (roomy.shm_slot > limits->shm_slot)
+        HIAR_INFO(SHM, "host slots of %zu bytes instead of %zu: the least free /dev/shm of the ranks was %zu MB, "
+                       "and a comm's slots take at most a quarter of it",
+                  limits->shm_slot, roomy.shm_slot, comm->shm_free >> 20);
+}
+
 static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
     hiar_plan_input_t in;
@@ -128,7 +156,8 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
     HIAR_CHECK(host_groups(comm));
     hiar_comm_plan_input(comm, 0, 0, &in);
-    hiar_plan_limits(&in, &limits); /* slot sizes: parameters only, the same for both sides */
+    hiar_plan_limits(&in, &limits); /* slot sizes: parameters and /dev/shm's agreed space, the same for both sides */
+    note_shm_budget(comm, in, &limits);
 #ifdef HIAR_HAVE_CUDA
     HIAR_CHECK(device_side(comm, &limits));
 #endif

@@ -53,6 +53,20 @@ static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm)
     return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
 }
 
+/* The host slot without HIAR_BUFFER_SIZE: by the largest group's ranks, within the /dev/shm budget. */
+static size_t shm_default_slot(const hiar_plan_input_t *in)
+{
+    size_t slot = in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
+                  : in->host_nshards <= 4 ? HIAR_SHM_SLOT_MAX / 2
+                                          : HIAR_SHM_SLOT_MIN;
+    size_t ranks = in->host_nshards > 1 ? (size_t)in->host_nshards : 1;
+
+    /* A group's segment holds two slots per rank (shm.c). */
+    while (in->shm_free && slot > HIAR_SHM_SLOT_FLOOR && 2 * ranks * slot > in->shm_free / 4)
+        slot /= 2;
+    return slot;
+}
+
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
@@ -61,10 +75,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                   : in->tuned     ? in->tuned_hier_oneshot_max
                                   : HIAR_HIER_ONESHOT_MAX_DEFAULT;
 
-    out->shm_slot = in->slot_bytes             ? in->slot_bytes
-                    : in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
-                    : in->host_nshards <= 4 ? HIAR_SHM_SLOT_MAX / 2
-                                            : HIAR_SHM_SLOT_MIN;
+    out->shm_slot = in->slot_bytes ? in->slot_bytes : shm_default_slot(in);
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
     out->pinned_slot = in->slot_bytes ? in->slot_bytes : HIAR_PINNED_SLOT_DEFAULT;
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max

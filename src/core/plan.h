@@ -57,6 +57,14 @@
  * 0.91-1.06, 1.02-1.39 (after the copy in was halved: transport/shm.c). */
 #define HIAR_SHM_SLOT_MAX ((size_t)4 << 20)
 #define HIAR_SHM_SLOT_MIN ((size_t)1 << 20)
+/*
+ * Default host slots take at most a quarter of the least free /dev/shm of
+ * the comm's ranks at creation, halved as far as this: a container's 64 MB
+ * (Docker's default) held three comms of 16 MB, and the fourth failed; now
+ * every comm after the first takes less, and none fails while a group's
+ * slots of this size fit.  Large host messages then go in smaller chunks.
+ */
+#define HIAR_SHM_SLOT_FLOOR ((size_t)64 << 10)
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
  * a slot (2 ranks): bigger pieces per block mean fewer signals (measured on
  * 2 H200: 255 GB/s at 1 GB with 32 MB slots, 305 GB/s with 128 MB). */
@@ -76,6 +84,7 @@ typedef struct {
     int algo;           /* HIAR_ALGO */
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
     size_t slot_bytes;  /* HIAR_BUFFER_SIZE, 0 = default */
+    size_t shm_free;    /* the least free bytes of /dev/shm over the comm's ranks at creation; 0: not known */
     int host_ngroups, host_nshards; /* the host side's grouping */
     int device;         /* device buffers */
     int ipc;            /* device buffers: this rank's group runs kernels (CUDA IPC or pinned host memory) */

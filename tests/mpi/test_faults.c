@@ -11,6 +11,8 @@
  *   test_faults --no-shm-space          hiar_comm_create must fail on every rank with
  *                                       HIAR_SYSTEM_ERROR, at once (faults-shm-full.test
  *                                       sets HIAR_BUFFER_SIZE beyond the size of /dev/shm)
+ *   test_faults --comms=N               N communicators at once (at most 16), a correct
+ *                                       sum on each (shm-small.test: in 64 MB of /dev/shm)
  *
  * A stall, step by step (HIAR_TIMEOUT_MS=500, T below):
  *
@@ -58,6 +60,8 @@
 #define LARGE_COUNT 300000
 /* Calls of the kill loop: far more than the victim lives through. */
 #define KILL_ITERS 100000
+/* Most communicators of --comms. */
+#define COMMS_MAX 16
 
 /* Fills buf with this rank's input for call `it`: element i is rank + 1 + (i + it) % 4. */
 static void fill(float *buf, size_t n, int it)
@@ -79,15 +83,20 @@ static int sum_correct(const float *buf, size_t n, int it)
     return 1;
 }
 
-/* One correct sum on comm. */
-static int sum_works(hiar_comm_t *comm)
+/* One correct sum of n elements on comm. */
+static int sum_works(hiar_comm_t *comm, size_t n)
 {
-    float buf[SMALL_COUNT];
-    hiar_result_t rc;
+    float *buf = malloc(n * sizeof(float));
+    int ok;
 
-    fill(buf, SMALL_COUNT, 0);
-    rc = hiar_allreduce(buf, buf, SMALL_COUNT, HIAR_FLOAT32, HIAR_SUM, comm, NULL);
-    return harness_expect("a valid allreduce", rc, HIAR_SUCCESS, NULL) && sum_correct(buf, SMALL_COUNT, 0);
+    if (!buf)
+        return 0;
+    fill(buf, n, 0);
+    ok = harness_expect("a valid allreduce", hiar_allreduce(buf, buf, n, HIAR_FLOAT32, HIAR_SUM, comm, NULL),
+                        HIAR_SUCCESS, NULL) &&
+         sum_correct(buf, n, 0);
+    free(buf);
+    return ok;
 }
 
 /* Every rank's pid, in world rank order (malloc'ed). */
@@ -248,7 +257,7 @@ static void run_stall(int use_stop, int at)
 
     comm = harness_create(settings);
     harness_verdict("a new communicator works after the stall",
-                    comm && sum_works(comm) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
+                    comm && sum_works(comm, SMALL_COUNT) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
     harness_verdict("nothing of this job is left in /dev/shm", nothing_left(pids));
     free(buf);
     free(pids);
@@ -327,18 +336,41 @@ static void run_no_shm_space(void)
     free(pids);
 }
 
+/*
+ * n communicators at once, each giving a correct sum of LARGE_COUNT floats
+ * (more than one chunk where slots are small).  shm-small.test runs it in a
+ * /dev/shm of 64 MB, Docker's default, where the default host slots of 16
+ * MB a comm filled it at the fourth: they shrink to fit instead.
+ */
+static void run_comms(int n)
+{
+    hiar_comm_t *comm[COMMS_MAX];
+    int made = 0, sums = 1, destroyed = 1;
+
+    /* A failed creation fails on every rank: all stop at the same one. */
+    while (made < n && (comm[made] = harness_create(NULL)) != NULL)
+        made++;
+    for (int i = 0; i < made; i++)
+        sums &= sum_works(comm[i], LARGE_COUNT);
+    for (int i = made - 1; i >= 0; i--)
+        destroyed &= hiar_comm_destroy(comm[i]) == HIAR_SUCCESS;
+    harness_verdict("every communicator is created", made == n);
+    harness_verdict("each gives a correct sum of LARGE_COUNT floats", sums);
+    harness_verdict("each is destroyed", destroyed);
+}
+
 static void run_basic(void)
 {
     hiar_comm_t *comm = harness_create(NULL);
 
     harness_verdict("hiar_comm_create, a correct sum, hiar_comm_destroy",
-                    comm && sum_works(comm) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
+                    comm && sum_works(comm, SMALL_COUNT) && hiar_comm_destroy(comm) == HIAR_SUCCESS);
 }
 
 int main(int argc, char **argv)
 {
-    enum { NONE, STALL_STOP, STALL_SLEEP, KILL, BASIC, NO_SHM_SPACE } mode = NONE;
-    int at = 5, rc = 0;
+    enum { NONE, STALL_STOP, STALL_SLEEP, KILL, BASIC, NO_SHM_SPACE, COMMS } mode = NONE;
+    int at = 5, rc = 0, comms = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--stall=stop") == 0)
@@ -351,13 +383,16 @@ int main(int argc, char **argv)
             mode = BASIC;
         else if (strcmp(argv[i], "--no-shm-space") == 0)
             mode = NO_SHM_SPACE;
+        else if (strncmp(argv[i], "--comms=", 8) == 0 && atoi(argv[i] + 8) > 0 && atoi(argv[i] + 8) <= COMMS_MAX)
+            mode = COMMS, comms = atoi(argv[i] + 8);
         else if (strncmp(argv[i], "--at=", 5) == 0 && atoi(argv[i] + 5) > 0)
             at = atoi(argv[i] + 5);
         else
             mode = NONE, i = argc;
     }
     if (mode == NONE) {
-        fprintf(stderr, "usage: test_faults --stall=stop|--stall=sleep|--kill|--basic|--no-shm-space [--at=K]\n");
+        fprintf(stderr, "usage: test_faults --stall=stop|--stall=sleep|--kill|--basic|--no-shm-space|--comms=N "
+                        "[--at=K]\n");
         return 99;
     }
     /* --basic runs on one rank too; the other modes need peers, or a shared segment. */
@@ -368,6 +403,7 @@ int main(int argc, char **argv)
     case STALL_SLEEP: run_stall(mode == STALL_STOP, at); break;
     case KILL: rc = run_kill(at); break;
     case NO_SHM_SPACE: run_no_shm_space(); break;
+    case COMMS: run_comms(comms); break;
     default: run_basic(); break;
     }
     if (mode == KILL)

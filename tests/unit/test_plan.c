@@ -960,6 +960,46 @@ Test(plan, norm_takes_ll_over_the_packet_area)
     }
 }
 
+/*
+ * Default shm slots fit a quarter of the least free /dev/shm (halved, down to
+ * HIAR_SHM_SLOT_FLOOR); 0 free: not known, the defaults; HIAR_BUFFER_SIZE wins.
+ */
+Test(plan, shm_slot_fits_free_dev_shm)
+{
+    static const struct {
+        int nshards;
+        size_t free, want;
+    } cases[] = {{2, 0, 4 * M},       {2, 64 * M, 4 * M}, {2, 63 * M, 2 * M}, {2, 20 * M, M},
+                 {4, 64 * M, 2 * M},  {4, 63 * M, M},     {8, 1 * M, 64 * K}, {8, 0, M},
+                 {1, 8 * M, M}};
+    hiar_plan_input_t in = {0};
+    hiar_plan_limits_t l;
+
+    in.nranks = 8;
+    in.ngroups = in.host_ngroups = 1;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        in.host_nshards = cases[i].nshards;
+        in.shm_free = cases[i].free;
+        hiar_plan_limits(&in, &l);
+        cr_expect_eq(l.shm_slot, cases[i].want, "%d ranks, %zu free: %zu", cases[i].nshards, cases[i].free,
+                     l.shm_slot);
+    }
+    for (int n = 1; n <= 16; n++)
+        for (size_t free = 64 * K, last = 0; free <= 512 * M; free = free * 3 / 2, last = l.shm_slot) {
+            in.host_nshards = n;
+            in.shm_free = free;
+            hiar_plan_limits(&in, &l);
+            cr_expect(l.shm_slot == HIAR_SHM_SLOT_FLOOR || 2 * (size_t)(n > 1 ? n : 1) * l.shm_slot <= free / 4,
+                      "%d ranks, %zu free: %zu", n, free, l.shm_slot);
+            cr_expect(l.shm_slot >= HIAR_SHM_SLOT_FLOOR && (l.shm_slot & (l.shm_slot - 1)) == 0, "%zu", l.shm_slot);
+            cr_expect_geq(l.shm_slot, last, "%d ranks: less free, smaller slots", n);
+        }
+    in.slot_bytes = 16 * M;
+    in.shm_free = M;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.shm_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
+}
+
 /* The shm slot by the largest host group (HIAR_BUFFER_SIZE wins): the segment stays within 16 MB. */
 Test(plan, shm_slot_by_group_size)
 {
