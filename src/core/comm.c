@@ -168,6 +168,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
     in->oneshot_max = (size_t)hiar_comm_param(comm, HIAR_P_ONESHOT_MAX);
     in->slot_bytes = (size_t)hiar_comm_param(comm, HIAR_P_BUFFER_SIZE);
     in->shm_free = comm->shm_free;
+    in->machine_ranks = comm->machine_ranks;
     in->tuned = comm->tune.from != HIAR_TUNED_DEFAULTS;
     in->tuned_shm_oneshot_max = comm->tune.limits.shm_oneshot_max;
     in->tuned_hier_oneshot_max = comm->tune.limits.hier_oneshot_max;

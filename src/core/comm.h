@@ -21,7 +21,8 @@ struct hiar_comm {
     void *scratch;    /* HIAR_MPI_SCRATCH_BYTES where MPI reduces (the MPI path) */
     hiar_mpi_device_t mpi_device; /* whether MPI point-to-point takes device pointers (HIAR_MPI_DEVICE) */
     hiar_tune_t tune;             /* the crossovers tuned at creation, and where they came from (core/tune.h) */
-    int machines;                 /* real machines (host name and boot id, whatever HIAR_HOST_ID says) */
+    int machines;                 /* real machines (host name and boot id, ignoring HIAR_HOST_ID) */
+    int machine_ranks;            /* the most ranks on one of them */
     size_t shm_free;              /* the least free bytes of /dev/shm over the ranks at creation; 0: not known */
     uint64_t spin_ns;             /* how long a call's waits spin before they yield (HIAR_YIELD: core/yield.c) */
     char yield_why[160];

@@ -54,12 +54,16 @@ static long long agreed_value(const hiar_comm_t *comm, hiar_param_id_t id)
     return (long long)(h >> 1);
 }
 
-/* Free bytes of /dev/shm for this user, 0 where they cannot be read. */
-static size_t shm_free_bytes(void)
+/* Free bytes of /dev/shm for this user (at least 1: 0 says not known), LLONG_MAX where they cannot be read. */
+static long long shm_free_bytes(void)
 {
     struct statvfs v;
+    unsigned long long bytes;
 
-    return statvfs("/dev/shm", &v) == 0 ? (size_t)v.f_bavail * (size_t)v.f_frsize : 0;
+    if (statvfs("/dev/shm", &v) != 0)
+        return LLONG_MAX;
+    bytes = (unsigned long long)v.f_bavail * v.f_frsize;
+    return bytes < 1 ? 1 : bytes < (unsigned long long)LLONG_MAX ? (long long)bytes : LLONG_MAX - 1;
 }
 
 /*
@@ -79,13 +83,13 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
                                              HIAR_P_PROGRESS,    HIAR_P_CLUSTERS};
     enum { N = sizeof(agreed) / sizeof(agreed[0]) };
     long long mine[N + 1], lo[N + 1], hi[N + 1];
-    size_t shm = shm_free_bytes();
 
+    _Static_assert(N + 1 <= HIAR_NET_BOUNDS_MAX, "hiar_net_bounds takes the agreed values and /dev/shm's");
     for (int i = 0; i < N; i++)
         mine[i] = agreed_value(comm, agreed[i]);
-    mine[N] = shm ? (long long)(shm < (size_t)LLONG_MAX ? shm : (size_t)LLONG_MAX) : LLONG_MAX;
+    mine[N] = shm_free_bytes(); /* a rank that cannot read it does not lower the least */
     HIAR_CHECK(hiar_net_bounds(comm->mpi, mine, lo, hi, N + 1));
-    comm->shm_free = lo[N] == LLONG_MAX ? 0 : (size_t)lo[N];
+    comm->shm_free = lo[N] == LLONG_MAX || (unsigned long long)lo[N] > SIZE_MAX ? 0 : (size_t)lo[N];
     for (int i = 0; i < N; i++)
         if (lo[i] != hi[i])
             return hiar_error_set(HIAR_INVALID_ARGUMENT,
@@ -103,6 +107,7 @@ static hiar_result_t host_groups(hiar_comm_t *comm)
 
     HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &facts));
     comm->machines = facts.machines;
+    comm->machine_ranks = facts.machine_ranks;
     hiar_comm_set_yield(comm, &facts.cpus);
     return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
@@ -141,10 +146,10 @@ static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const
 
     in.shm_free = 0;
     hiar_plan_limits(&in, &roomy);
-    if (roomy.shm_slot > limits->shm_slot)
+    if (roomy.shm_slot > limits->shm_slot && comm->rank == 0)
         HIAR_INFO(SHM, "host slots of %zu bytes instead of %zu: the least free /dev/shm of the ranks was %zu MB, "
-                       "and a comm's slots take at most a quarter of it",
-                  limits->shm_slot, roomy.shm_slot, comm->shm_free >> 20);
+                       "and the slots of a machine's %d ranks take at most a quarter of it",
+                  limits->shm_slot, roomy.shm_slot, comm->shm_free >> 20, comm->machine_ranks);
 }
 
 static hiar_result_t comm_setup(hiar_comm_t *comm)

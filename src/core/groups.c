@@ -51,13 +51,14 @@ static hiar_result_t choose_host(const hiar_params_t *p, const char *ids, const 
     return rc;
 }
 
-/* The number of distinct identities in a table of n. */
-static hiar_result_t count_distinct(const char *ids, int n, int *count)
+/* The number of distinct identities in a table of n, and the most ranks that share one. */
+static hiar_result_t count_distinct(const char *ids, int n, int *count, int *most)
 {
     hiar_grouping_t g = {0};
 
     HIAR_CHECK(hiar_grouping_by_host(ids, n, &g));
     *count = g.ngroups;
+    *most = hiar_grouping_max_size(&g);
     hiar_grouping_free(&g);
     return HIAR_SUCCESS;
 }
@@ -82,7 +83,7 @@ hiar_result_t hiar_groups_host(const hiar_params_t *p, MPI_Comm mpi, int rank, i
     }
     if (rc == HIAR_SUCCESS) {
         facts->cpus = hiar_topo_machine_cpus(all, size, rank);
-        rc = count_distinct(ids + (size_t)size * HIAR_HOST_ID_MAX, size, &facts->machines);
+        rc = count_distinct(ids + (size_t)size * HIAR_HOST_ID_MAX, size, &facts->machines, &facts->machine_ranks);
     }
     if (rc == HIAR_SUCCESS)
         rc = choose_host(p, ids, ids + (size_t)size * HIAR_HOST_ID_MAX, size, out);

@@ -25,6 +25,7 @@ typedef struct {
 typedef struct {
     hiar_topo_machine_cpus_t cpus; /* what the ranks of this rank's real machine may run on (HIAR_YIELD) */
     int machines;                  /* real machines (host name and boot id) of the ranks */
+    int machine_ranks;             /* the most ranks of the comm on one of them */
 } hiar_host_facts_t;
 
 /*

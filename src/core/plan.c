@@ -59,9 +59,10 @@ static size_t shm_default_slot(const hiar_plan_input_t *in)
     size_t slot = in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
                   : in->host_nshards <= 4 ? HIAR_SHM_SLOT_MAX / 2
                                           : HIAR_SHM_SLOT_MIN;
-    size_t ranks = in->host_nshards > 1 ? (size_t)in->host_nshards : 1;
+    int most = in->machine_ranks > in->host_nshards ? in->machine_ranks : in->host_nshards;
+    size_t ranks = most > 1 ? (size_t)most : 1;
 
-    /* A group's segment holds two slots per rank (shm.c). */
+    /* A group's segment holds two slots per rank (shm.c); the groups of a machine share its /dev/shm. */
     while (in->shm_free && slot > HIAR_SHM_SLOT_FLOOR && 2 * ranks * slot > in->shm_free / 4)
         slot /= 2;
     return slot;

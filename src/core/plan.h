@@ -59,10 +59,11 @@
 #define HIAR_SHM_SLOT_MIN ((size_t)1 << 20)
 /*
  * Default host slots take at most a quarter of the least free /dev/shm of
- * the comm's ranks at creation, halved as far as this: a container's 64 MB
- * (Docker's default) held three comms of 16 MB, and the fourth failed; now
- * every comm after the first takes less, and none fails while a group's
- * slots of this size fit.  Large host messages then go in smaller chunks.
+ * the comm's ranks at creation (the slots of all its groups on a machine:
+ * two per rank), halved as far as this: a container's 64 MB (Docker's
+ * default) held three comms of 2 ranks and 16 MB, and the fourth failed;
+ * now each takes at most a quarter of what is left.  Large host messages
+ * then go in smaller chunks.
  */
 #define HIAR_SHM_SLOT_FLOOR ((size_t)64 << 10)
 /* Bytes of one IPC data slot when HIAR_BUFFER_SIZE is 0: a chunk is half
@@ -85,6 +86,7 @@ typedef struct {
     size_t oneshot_max; /* HIAR_ONESHOT_MAX, 0 = default */
     size_t slot_bytes;  /* HIAR_BUFFER_SIZE, 0 = default */
     size_t shm_free;    /* the least free bytes of /dev/shm over the comm's ranks at creation; 0: not known */
+    int machine_ranks;  /* the most of the comm's ranks on one machine (whose segments share its /dev/shm) */
     int host_ngroups, host_nshards; /* the host side's grouping */
     int device;         /* device buffers */
     int ipc;            /* device buffers: this rank's group runs kernels (CUDA IPC or pinned host memory) */

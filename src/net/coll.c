@@ -19,7 +19,7 @@ hiar_result_t hiar_net_agree(MPI_Comm comm, hiar_result_t rc, const char *call)
 /* One MAX over {v, -v}: the largest and, negated, the smallest of every value. */
 hiar_result_t hiar_net_bounds(MPI_Comm comm, const long long *v, long long *lo, long long *hi, int n)
 {
-    enum { MAX = 16 };
+    enum { MAX = HIAR_NET_BOUNDS_MAX };
     long long both[2 * MAX];
 
     if (n > MAX)

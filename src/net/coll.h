@@ -21,7 +21,10 @@
  */
 hiar_result_t hiar_net_agree(MPI_Comm comm, hiar_result_t rc, const char *call);
 
-/* lo[i] and hi[i]: the smallest and largest of v[i] over the ranks (n <= 16); v may be lo or hi. */
+/* Most values of one hiar_net_bounds. */
+#define HIAR_NET_BOUNDS_MAX 16
+
+/* lo[i] and hi[i]: the smallest and largest of v[i] over the ranks (n <= HIAR_NET_BOUNDS_MAX); v may be lo or hi. */
 hiar_result_t hiar_net_bounds(MPI_Comm comm, const long long *v, long long *lo, long long *hi, int n);
 
 /* In place over the ranks: v[i] = min (hiar_net_min) or max (hiar_net_max) of v[i]. */

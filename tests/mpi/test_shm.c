@@ -15,6 +15,12 @@
  * another name, and leave the squatter's file alone.
  *
  *   test_shm --leaders=N    N: the number of groups with more than one rank
+ *   test_shm --leaders=N --free-by-rank
+ *                           statvfs("/dev/shm") (wrapped too) shows 64 MB free
+ *                           on rank 0, half that on rank 1, and so on: the
+ *                           default slots, sized from the least free space,
+ *                           must still be one size on every rank (the chunks
+ *                           hiar_comm_describe names), and a sum of 4 MB right
  *
  * Rank 0 ends with "np=3: 6 passed, 0 failed"; exit 0 only when all passed.
  */
@@ -25,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -49,6 +56,55 @@ static struct {
     int nunlink;
     char squatter[NAME_MAX_LEN]; /* "" until the squatter has struck */
 } rec;
+
+/* --free-by-rank: the free space of /dev/shm that statvfs shows, by world rank. */
+static int fake_free;
+
+int __real_statvfs(const char *path, struct statvfs *buf);
+int __wrap_statvfs(const char *path, struct statvfs *buf);
+
+int __wrap_statvfs(const char *path, struct statvfs *buf)
+{
+    int rc = __real_statvfs(path, buf);
+
+    if (rc == 0 && fake_free && strcmp(path, "/dev/shm") == 0) {
+        buf->f_frsize = 4096;
+        buf->f_bavail = (((size_t)64 << 20) >> (world_rank < 4 ? world_rank : 4)) / 4096;
+    }
+    return rc;
+}
+
+/* Every rank's chunk size as hiar_comm_describe names it is the same, and a sum of 4 MB is right. */
+static int slots_agree(hiar_comm_t *comm)
+{
+    enum { COUNT = 1 << 20 };
+    char *text = NULL, *at;
+    size_t len = 0;
+    long long chunk = -1, lo, hi;
+    FILE *f = open_memstream(&text, &len);
+    float *buf = malloc(COUNT * sizeof(float));
+    int ok = f && buf;
+
+    if (f) {
+        hiar_comm_describe(comm, f);
+        fclose(f);
+    }
+    if (text && (at = strstr(text, "chunks of ")) != NULL)
+        chunk = strtoll(at + 10, NULL, 10);
+    free(text);
+    MPI_Allreduce(&chunk, &lo, 1, MPI_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&chunk, &hi, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    if (world_rank == 0)
+        printf("chunks of %lld to %lld bytes over the ranks\n", lo, hi);
+    ok = ok && lo == hi && lo > 0;
+    for (int i = 0; buf && i < COUNT; i++)
+        buf[i] = (float)(world_rank + 1);
+    ok = ok && hiar_allreduce(buf, buf, COUNT, HIAR_FLOAT32, HIAR_SUM, comm, NULL) == HIAR_SUCCESS;
+    for (int i = 0; ok && i < COUNT; i++)
+        ok = buf[i] == (float)(world_size * (world_size + 1) / 2);
+    free(buf);
+    return ok;
+}
 
 int __real_shm_open(const char *name, int oflag, mode_t mode);
 int __real_shm_unlink(const char *name);
@@ -235,6 +291,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--leaders=", 10) == 0)
             leaders = atoi(argv[i] + 10);
+        else if (strcmp(argv[i], "--free-by-rank") == 0)
+            fake_free = 1;
     if (!harness_init(&argc, &argv, "test_shm", 2))
         return HARNESS_SKIP;
     harness_verdict("hiar_comm_create", hiar_comm_create(MPI_COMM_WORLD, NULL, &comm) == HIAR_SUCCESS);
@@ -260,6 +318,9 @@ int main(int argc, char **argv)
                     members_only_open(all_created));
     harness_verdict("segments are unlinked once mapped: none in /dev/shm while the comm works",
                     unlinked_while_alive(comm, all_created));
+    if (fake_free)
+        harness_verdict("ranks that see different free /dev/shm take one slot size, and sum right",
+                        slots_agree(comm));
     hiar_comm_destroy(comm);
     free(all_created);
     MPI_Finalize();

@@ -961,8 +961,9 @@ Test(plan, norm_takes_ll_over_the_packet_area)
 }
 
 /*
- * Default shm slots fit a quarter of the least free /dev/shm (halved, down to
- * HIAR_SHM_SLOT_FLOOR); 0 free: not known, the defaults; HIAR_BUFFER_SIZE wins.
+ * Default shm slots fit a quarter of the least free /dev/shm with the slots
+ * of every rank of a machine (halved, down to HIAR_SHM_SLOT_FLOOR); 0 free:
+ * not known, the defaults; HIAR_BUFFER_SIZE wins.
  */
 Test(plan, shm_slot_fits_free_dev_shm)
 {
@@ -994,6 +995,12 @@ Test(plan, shm_slot_fits_free_dev_shm)
             cr_expect(l.shm_slot >= HIAR_SHM_SLOT_FLOOR && (l.shm_slot & (l.shm_slot - 1)) == 0, "%zu", l.shm_slot);
             cr_expect_geq(l.shm_slot, last, "%d ranks: less free, smaller slots", n);
         }
+    /* Groups of 2, 8 ranks on one machine: their four segments share its /dev/shm. */
+    in.host_nshards = 2;
+    in.machine_ranks = 8;
+    in.shm_free = 64 * M;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.shm_slot, M, "8 ranks of a machine in groups of 2, 64 MB free: %zu", l.shm_slot);
     in.slot_bytes = 16 * M;
     in.shm_free = M;
     hiar_plan_limits(&in, &l);
