@@ -961,18 +961,20 @@ Test(plan, norm_takes_ll_over_the_packet_area)
 }
 
 /*
- * Default shm slots fit a quarter of the least free /dev/shm with the slots
- * of every rank of a machine (halved, down to HIAR_SHM_SLOT_FLOOR); 0 free:
- * not known, the defaults; HIAR_BUFFER_SIZE wins.
+ * The shm slot by the largest host group (0 free: not known; a group's
+ * segment stays within 16 MB), fit to a quarter of the least free /dev/shm
+ * with the slots of every rank of a machine (halved, down to
+ * HIAR_SHM_SLOT_FLOOR); HIAR_BUFFER_SIZE wins.
  */
-Test(plan, shm_slot_fits_free_dev_shm)
+Test(plan, shm_slot)
 {
     static const struct {
         int nshards;
         size_t free, want;
-    } cases[] = {{2, 0, 4 * M},       {2, 64 * M, 4 * M}, {2, 63 * M, 2 * M}, {2, 20 * M, M},
-                 {4, 64 * M, 2 * M},  {4, 63 * M, M},     {8, 1 * M, 64 * K}, {8, 0, M},
-                 {1, 8 * M, M}};
+    } cases[] = {{1, 0, 4 * M},      {2, 0, 4 * M},      {3, 0, 2 * M},      {4, 0, 2 * M},
+                 {5, 0, M},          {8, 0, M},          {64, 0, M},         {2, 64 * M, 4 * M},
+                 {2, 63 * M, 2 * M}, {2, 20 * M, M},     {4, 64 * M, 2 * M}, {4, 63 * M, M},
+                 {8, 1 * M, 64 * K}, {1, 8 * M, M}};
     hiar_plan_input_t in = {0};
     hiar_plan_limits_t l;
 
@@ -984,6 +986,7 @@ Test(plan, shm_slot_fits_free_dev_shm)
         hiar_plan_limits(&in, &l);
         cr_expect_eq(l.shm_slot, cases[i].want, "%d ranks, %zu free: %zu", cases[i].nshards, cases[i].free,
                      l.shm_slot);
+        cr_expect_leq(l.shm_slot * 2 * (size_t)(cases[i].nshards < 8 ? cases[i].nshards : 8), 16 * M);
     }
     for (int n = 1; n <= 16; n++)
         for (size_t free = 64 * K, last = 0; free <= 512 * M; free = free * 3 / 2, last = l.shm_slot) {
@@ -1007,25 +1010,3 @@ Test(plan, shm_slot_fits_free_dev_shm)
     cr_expect_eq(l.shm_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
 }
 
-/* The shm slot by the largest host group (HIAR_BUFFER_SIZE wins): the segment stays within 16 MB. */
-Test(plan, shm_slot_by_group_size)
-{
-    static const struct {
-        int nshards;
-        size_t want;
-    } cases[] = {{1, 4 * M}, {2, 4 * M}, {3, 2 * M}, {4, 2 * M}, {5, M}, {8, M}, {64, M}};
-    hiar_plan_input_t in = {0};
-    hiar_plan_limits_t l;
-
-    in.nranks = 8;
-    in.ngroups = in.host_ngroups = 1;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        in.host_nshards = cases[i].nshards;
-        hiar_plan_limits(&in, &l);
-        cr_expect_eq(l.shm_slot, cases[i].want, "%d ranks: %zu", cases[i].nshards, l.shm_slot);
-        cr_expect_leq(l.shm_slot * 2 * (size_t)(cases[i].nshards < 8 ? cases[i].nshards : 8), 16 * M);
-    }
-    in.slot_bytes = 64 * K;
-    hiar_plan_limits(&in, &l);
-    cr_expect_eq(l.shm_slot, 64 * K, "HIAR_BUFFER_SIZE wins");
-}
