@@ -108,7 +108,8 @@ static hiar_result_t host_groups(hiar_comm_t *comm)
     HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &facts));
     comm->machines = facts.machines;
     comm->machine_ranks = facts.machine_ranks;
-    hiar_comm_set_yield(comm, &facts.cpus);
+    comm->machine_cpus = facts.cpus;
+    hiar_comm_set_yield(comm);
     return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
 
@@ -165,6 +166,8 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
     note_shm_budget(comm, in, &limits);
 #ifdef HIAR_HAVE_CUDA
     HIAR_CHECK(device_side(comm, &limits));
+    if (comm->gpu && comm->gpu->hosts)
+        hiar_comm_set_yield(comm); /* a progress thread now shares the rank's CPUs */
 #endif
     return host_transport(comm, &limits);
 }

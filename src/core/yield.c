@@ -16,11 +16,24 @@
 #include "core/comm.h"
 #include "topo/topo.h"
 
-void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
+/* 2 where the comm runs a progress thread (it may need the CPU its rank's waits spin on), else 1. */
+static int threads_per_rank(const hiar_comm_t *comm)
 {
+#ifdef HIAR_HAVE_CUDA
+    return comm->gpu && comm->gpu->hosts ? 2 : 1;
+#else
+    (void)comm;
+    return 1;
+#endif
+}
+
+void hiar_comm_set_yield(hiar_comm_t *comm)
+{
+    const hiar_topo_machine_cpus_t *m = &comm->machine_cpus;
     int mode = (int)hiar_comm_param(comm, HIAR_P_YIELD), launched = hiar_topo_launcher_local_ranks();
-    int soon = mode == HIAR_YIELD_AUTO ? hiar_topo_cpus_outnumbered(m, launched) : mode == HIAR_YIELD_SOON;
-    char who[96];
+    int threads = threads_per_rank(comm);
+    int soon = mode == HIAR_YIELD_AUTO ? hiar_topo_cpus_outnumbered(m, launched, threads) : mode == HIAR_YIELD_SOON;
+    char who[128];
 
     comm->spin_ns = soon ? 0 : HIAR_WAIT_SPIN_NS;
     if (m->pinned)
@@ -28,9 +41,9 @@ void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
     else
         snprintf(who, sizeof(who), "%d ranks of this machine (%d here) on %d CPUs",
                  launched > m->ranks ? launched : m->ranks, m->ranks, m->cpus);
-    snprintf(comm->yield_why, sizeof(comm->yield_why), "%s (%s%s)",
+    snprintf(comm->yield_why, sizeof(comm->yield_why), "%s (%s%s%s)",
              soon ? "spin 256 polls, then yield the core at every poll" : "spin 1 ms, then yield the core too",
-             mode == HIAR_YIELD_AUTO ? "" : "HIAR_YIELD; ", who);
+             mode == HIAR_YIELD_AUTO ? "" : "HIAR_YIELD; ", who, threads > 1 ? "; and a progress thread each" : "");
     HIAR_INFO(INIT, "waits: %s", comm->yield_why);
 }
 

@@ -65,9 +65,9 @@ int hiar_topo_launcher_local_ranks(void)
     return 0;
 }
 
-int hiar_topo_cpus_outnumbered(const hiar_topo_machine_cpus_t *m, int launched)
+int hiar_topo_cpus_outnumbered(const hiar_topo_machine_cpus_t *m, int launched, int threads)
 {
     int ranks = launched > m->ranks ? launched : m->ranks;
 
-    return !m->pinned && ranks > m->cpus;
+    return m->pinned ? threads > 1 : ranks * threads > m->cpus;
 }

@@ -154,13 +154,14 @@ hiar_topo_machine_cpus_t hiar_topo_machine_cpus(const hiar_topo_rank_host_t *all
 int hiar_topo_launcher_local_ranks(void);
 
 /*
- * Whether the ranks of a machine outnumber the CPUs they may run on: m from
- * the records of a communicator, launched from the launcher (0: unknown),
- * which counts the machine's ranks outside the communicator too.  Ranks
- * pinned one to a CPU never do (those outside are taken to be pinned too);
- * else all of them count against the CPUs of the masks seen.
+ * Whether the busy threads of a machine's ranks (`threads` a rank: 2 with a
+ * progress thread) outnumber the CPUs they may run on: m from the records
+ * of a communicator, launched from the launcher (0: unknown), which counts
+ * the machine's ranks outside the communicator too.  Ranks pinned one to a
+ * CPU do when a rank has more than one thread (those outside are taken to
+ * be pinned too); else all of them count against the CPUs of the masks seen.
  */
-int hiar_topo_cpus_outnumbered(const hiar_topo_machine_cpus_t *m, int launched);
+int hiar_topo_cpus_outnumbered(const hiar_topo_machine_cpus_t *m, int launched, int threads);
 
 /* Writes group's ranks "0,1,2" into buf (cut at len). */
 void hiar_grouping_members(const hiar_grouping_t *g, int group, char *buf, size_t len);
