@@ -37,10 +37,12 @@ void hiar_comm_set_yield(hiar_comm_t *comm)
 
     comm->spin_ns = soon ? 0 : HIAR_WAIT_SPIN_NS;
     if (m->pinned)
-        snprintf(who, sizeof(who), "%d ranks of this machine here, each pinned to a CPU of its own", m->ranks);
+        snprintf(who, sizeof(who), "%d rank%s of this machine here, each pinned to a CPU of its own", m->ranks,
+                 m->ranks == 1 ? "" : "s");
     else
-        snprintf(who, sizeof(who), "%d ranks of this machine (%d here) on %d CPUs",
-                 launched > m->ranks ? launched : m->ranks, m->ranks, m->cpus);
+        snprintf(who, sizeof(who), "%d rank%s of this machine (%d here) on %d CPUs",
+                 launched > m->ranks ? launched : m->ranks, (launched > m->ranks ? launched : m->ranks) == 1 ? "" : "s",
+                 m->ranks, m->cpus);
     snprintf(comm->yield_why, sizeof(comm->yield_why), "%s (%s%s%s)",
              soon ? "spin 256 polls, then yield the core at every poll" : "spin 1 ms, then yield the core too",
              mode == HIAR_YIELD_AUTO ? "" : "HIAR_YIELD; ", who, threads > 1 ? "; and a progress thread each" : "");
