@@ -23,7 +23,6 @@ struct hiar_comm {
     hiar_tune_t tune;             /* the crossovers tuned at creation, and where they came from (core/tune.h) */
     int machines;                 /* real machines (host name and boot id, ignoring HIAR_HOST_ID) */
     int machine_ranks;            /* the most ranks on one of them */
-    hiar_topo_machine_cpus_t machine_cpus; /* what the ranks of this rank's machine may run on (HIAR_YIELD) */
     size_t shm_free;              /* the least free bytes of /dev/shm over the ranks at creation; 0: not known */
     uint64_t spin_ns;             /* how long a call's waits spin before they yield (HIAR_YIELD: core/yield.c) */
     char yield_why[256];
@@ -61,10 +60,10 @@ hiar_wait_t hiar_comm_wait(hiar_comm_t *comm, const char *what);
 
 /*
  * HIAR_YIELD: sets comm->spin_ns and yield_why from what the ranks of this
- * machine may run on (comm->machine_cpus) and whether the comm runs a
- * progress thread (core/yield.c); again once the device side has started it.
+ * machine may run on and whether the comm runs a progress thread
+ * (core/yield.c), once the device side is set up.
  */
-void hiar_comm_set_yield(hiar_comm_t *comm);
+void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m);
 
 /* The plan's inputs that the comm fixes (all but the call's). */
 void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hiar_plan_input_t *in);

@@ -99,17 +99,14 @@ static hiar_result_t check_params_agree(hiar_comm_t *comm)
     return HIAR_SUCCESS;
 }
 
-/* Host buffers: grouped by host (collective over the comm). */
-static hiar_result_t host_groups(hiar_comm_t *comm)
+/* Host buffers: grouped by host (collective over the comm); *facts: what the same exchange tells beside. */
+static hiar_result_t host_groups(hiar_comm_t *comm, hiar_host_facts_t *facts)
 {
     hiar_grouping_t g = {0};
-    hiar_host_facts_t facts;
 
-    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, &facts));
-    comm->machines = facts.machines;
-    comm->machine_ranks = facts.machine_ranks;
-    comm->machine_cpus = facts.cpus;
-    hiar_comm_set_yield(comm);
+    HIAR_CHECK(hiar_groups_host(&comm->params, comm->mpi, comm->rank, comm->size, &g, facts));
+    comm->machines = facts->machines;
+    comm->machine_ranks = facts->machine_ranks;
     return hiar_tier_init(&comm->host.tier, comm->mpi, comm->rank, &g);
 }
 
@@ -157,18 +154,18 @@ static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
     hiar_plan_input_t in;
     hiar_plan_limits_t limits;
+    hiar_host_facts_t facts;
 
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
-    HIAR_CHECK(host_groups(comm));
+    HIAR_CHECK(host_groups(comm, &facts));
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &limits); /* slot sizes: parameters and /dev/shm's agreed space, the same for both sides */
     note_shm_budget(comm, in, &limits);
 #ifdef HIAR_HAVE_CUDA
     HIAR_CHECK(device_side(comm, &limits));
-    if (comm->gpu && comm->gpu->hosts)
-        hiar_comm_set_yield(comm); /* a progress thread now shares the rank's CPUs */
 #endif
+    hiar_comm_set_yield(comm, &facts.cpus); /* after the device side: a progress thread it started counts */
     return host_transport(comm, &limits);
 }
 

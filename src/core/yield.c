@@ -27,9 +27,8 @@ static int threads_per_rank(const hiar_comm_t *comm)
 #endif
 }
 
-void hiar_comm_set_yield(hiar_comm_t *comm)
+void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
 {
-    const hiar_topo_machine_cpus_t *m = &comm->machine_cpus;
     int mode = (int)hiar_comm_param(comm, HIAR_P_YIELD), launched = hiar_topo_launcher_local_ranks();
     int threads = threads_per_rank(comm);
     int soon = mode == HIAR_YIELD_AUTO ? hiar_topo_cpus_outnumbered(m, launched, threads) : mode == HIAR_YIELD_SOON;
