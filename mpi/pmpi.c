@@ -71,7 +71,7 @@ static struct {
     atomic_ullong via, forwarded;
     atomic_ullong deleted; /* comm_delete calls so far: a thread's `last` of fewer is stale */
     atomic_ullong spin_ns; /* the shortest spin of the hiar comms made (HIAR_YIELD); 0 before the first */
-    atomic_int spin_known;
+    int spin_known;        /* under lock */
 } g = {PTHREAD_ONCE_INIT, 0, 0, MPI_KEYVAL_INVALID, {{0}}, 0, PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, 0};
 
 /*
@@ -291,9 +291,9 @@ static int all_gpu(MPI_Comm comm)
 static void note_spin(unsigned long long ns)
 {
     pthread_mutex_lock(&g.lock);
-    if (!atomic_load(&g.spin_known) || ns < atomic_load(&g.spin_ns))
+    if (!g.spin_known || ns < atomic_load(&g.spin_ns))
         atomic_store(&g.spin_ns, ns);
-    atomic_store(&g.spin_known, 1);
+    g.spin_known = 1;
     pthread_mutex_unlock(&g.lock);
 }
 
