@@ -316,22 +316,28 @@ Test(topo, machine_cpus)
 /* Whether ranks outnumber CPUs, with the launcher's count of the machine's ranks (0: unknown) and threads a rank. */
 Test(topo, cpus_outnumbered)
 {
-    hiar_topo_machine_cpus_t pinned2 = {2, 2, 1}, shared2on2 = {2, 2, 0}, shared8on2 = {8, 2, 0};
-    hiar_topo_machine_cpus_t leader_unbound = {1, 2, 0}, leader_pinned = {1, 1, 1}, one_on_16 = {1, 16, 0};
-    hiar_topo_machine_cpus_t four_on_16 = {4, 16, 0};
+    static const struct {
+        hiar_topo_machine_cpus_t m; /* ranks here, CPUs, pinned */
+        int launched, threads, want;
+        const char *why;
+    } cases[] = {
+        {{2, 2, 1}, 0, 1, 0, "2 ranks pinned a core each"},
+        {{2, 2, 1}, 8, 1, 0, "pinned: those outside are taken to be pinned too"},
+        {{2, 2, 1}, 0, 2, 1, "pinned a core each, with a progress thread each"},
+        {{2, 2, 0}, 2, 1, 0, "2 ranks sharing 2 CPUs"},
+        {{2, 2, 0}, 2, 2, 1, "2 ranks and their progress threads on 2 CPUs"},
+        {{2, 2, 0}, 3, 1, 1, "a third rank outside the comm on the same 2 CPUs"},
+        {{8, 2, 0}, 0, 1, 1, "8 ranks on 2 CPUs"},
+        {{1, 2, 0}, 8, 1, 1, "one rank of 8 here, sharing 2 CPUs"},
+        {{1, 2, 0}, 0, 1, 0, "one rank alone on 2 CPUs"},
+        {{1, 1, 1}, 8, 1, 0, "one rank of 8 here, pinned"},
+        {{1, 16, 0}, 8, 1, 0, "8 ranks on 16 CPUs"},
+        {{4, 16, 0}, 0, 2, 0, "4 ranks and their progress threads on 16 CPUs"},
+    };
 
-    cr_expect_not(hiar_topo_cpus_outnumbered(&pinned2, 0, 1), "2 ranks pinned a core each");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&pinned2, 8, 1), "pinned: those outside are taken to be pinned too");
-    cr_expect(hiar_topo_cpus_outnumbered(&pinned2, 0, 2), "pinned a core each, with a progress thread each");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&shared2on2, 2, 1), "2 ranks sharing 2 CPUs");
-    cr_expect(hiar_topo_cpus_outnumbered(&shared2on2, 2, 2), "2 ranks and their progress threads on 2 CPUs");
-    cr_expect(hiar_topo_cpus_outnumbered(&shared2on2, 3, 1), "a third rank outside the comm on the same 2 CPUs");
-    cr_expect(hiar_topo_cpus_outnumbered(&shared8on2, 0, 1), "8 ranks on 2 CPUs");
-    cr_expect(hiar_topo_cpus_outnumbered(&leader_unbound, 8, 1), "one rank of 8 here, sharing 2 CPUs");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&leader_unbound, 0, 1), "one rank alone on 2 CPUs");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&leader_pinned, 8, 1), "one rank of 8 here, pinned");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&one_on_16, 8, 1), "8 ranks on 16 CPUs");
-    cr_expect_not(hiar_topo_cpus_outnumbered(&four_on_16, 0, 2), "4 ranks and their progress threads on 16 CPUs");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_expect_eq(hiar_topo_cpus_outnumbered(&cases[i].m, cases[i].launched, cases[i].threads) != 0,
+                     cases[i].want, "%s", cases[i].why);
 }
 
 /* This process's record: HIAR_HOST_ID's identity as the host, the real one as the machine, at least one CPU. */
