@@ -1,6 +1,7 @@
 /* Tuning at creation: the candidates checked, timed and agreed, or the cache read by rank 0 and broadcast. */
 #include "config.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +163,7 @@ static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none", layout[320] = "none";
     int sizes[64], n = 0;
     hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, comm->machines, "shm", "none", mpi,
-                           gpu, layout};
+                           gpu, layout, 0, 0};
 
     for (int i = 0; i < f.ngroups; i++)
         sizes[i] = hiar_group_size(g, i);
@@ -170,12 +171,15 @@ static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len
     mpi[strcspn(mpi, "\n")] = '\0';
     if (comm->host.tp == NULL)
         f.host_transport = "none";
+    else
+        f.host_slot = comm->host.tp->max_bytes(comm->host.state);
 #ifdef HIAR_HAVE_CUDA
     /* The GPU's model, SM count and driver: a cache from another GPU or driver is never read. */
     if (comm->gpu) {
         f.device_transport = comm->gpu->side.tp ? comm->gpu->side.tp->name : "staged";
         hiar_cuda_device_facts(comm->gpu->device, gpu, sizeof(gpu));
         device_layout(comm->gpu, layout, sizeof(layout));
+        f.device_slot = comm->gpu->hier_slot == LLONG_MAX ? 0 : (size_t)comm->gpu->hier_slot;
     }
 #endif
     return hiar_tune_signature(&f, sig, len);

@@ -161,6 +161,9 @@ typedef struct {
     const char *gpu;              /* "NVIDIA H200 sm_90 sms=132 driver=13000", "unknown" or "none" */
     const char *layout;           /* device buffers: "groups=2,2 shared=1 flat=1" (their grouping, GPUs shared by
                                    * ranks, the group over the host), or "none" */
+    /* The slots calls are cut to (0: none): the host's shm slot, the device groups' smallest.  Their
+     * defaults follow /dev/shm and HIAR_BUFFER_SIZE, and a smaller slot cuts a call into more pieces. */
+    size_t host_slot, device_slot;
 } hiar_tune_facts_t;
 
 /* The signature, one line: "hiar=0.1.0 ranks=4 groups=2,2 hosts=1 ...". */

@@ -19,18 +19,19 @@ static const int sizes22[] = {2, 2};
 
 static void facts(hiar_tune_facts_t *f)
 {
-    hiar_tune_facts_t d = {4, 2, sizes22, 1, "shm", "none", "Open MPI v4.1.6, package: Debian", "none", "none"};
+    hiar_tune_facts_t d = {4, 2, sizes22, 1, "shm", "none", "Open MPI v4.1.6, package: Debian", "none", "none",
+                           4194304, 0};
     *f = d;
 }
 
 Test(tune, signature_names_what_the_choice_depends_on)
 {
     hiar_tune_facts_t f;
-    char sig[512], other[512], want[128];
+    char sig[512], other[512], want[160];
 
     facts(&f);
     cr_assert_eq(hiar_tune_signature(&f, sig, sizeof(sig)), HIAR_SUCCESS);
-    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none layout=(none) gpu=none",
+    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none layout=(none) slots=4194304,0 gpu=none",
              hiar_version());
     cr_expect(strstr(sig, want) == sig, "signature %s should start %s", sig, want);
     cr_expect(strstr(sig, "mpi=Open MPI v4.1.6"), "%s", sig);
@@ -39,6 +40,10 @@ Test(tune, signature_names_what_the_choice_depends_on)
     cr_assert_eq(hiar_tune_signature(&f, other, sizeof(other)), HIAR_SUCCESS);
     cr_expect_str_neq(sig, other);
     cr_expect_neq(hiar_tune_hash(sig), hiar_tune_hash(other));
+    f.nhosts = 1;
+    f.host_slot = 65536; /* /dev/shm shrank the default slot: the timings were of other chunks */
+    cr_assert_eq(hiar_tune_signature(&f, other, sizeof(other)), HIAR_SUCCESS);
+    cr_expect_str_neq(sig, other);
     cr_expect_neq(hiar_tune_signature(&f, sig, 20), HIAR_SUCCESS, "a short buffer must fail, not cut");
 }
 
