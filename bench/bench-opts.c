@@ -23,7 +23,7 @@ static const struct {
     int opt;
     const char *value;
 } defaults[] = {{'b', "8"}, {'e', "64M"}, {'f', "2"}, {'d', "float32"},
-                {'o', "sum"}, {'n', "20"}, {'w', "5"}, {OPT_TOKENS, "1,4,16,32,64,256"},
+                {'o', "sum"}, {'n', "auto"}, {'w', "5"}, {OPT_TOKENS, "1,4,16,32,64,256"},
                 {OPT_HIDDEN, "4096,8192"}, {OPT_LAYERS, "8"}, {OPT_BUCKETS, "8"},
                 {OPT_BUCKET_BYTES, "25M"}, {OPT_COMPUTE_SMS, "8"}};
 
@@ -59,7 +59,10 @@ void bench_usage(FILE *out)
             "               fp16 half bf16 f32 fp32 float f64 fp64 double (default %s;\n"
             "               bfloat16 with --train)\n"
             "  -o OP        sum prod min max avg (default %s)\n"
-            "  -n ITERS     timed calls per size and implementation (default %s)\n"
+            "  -n ITERS     timed calls per size and implementation, or auto: eager calls\n"
+            "               for about 20 ms a size (20 to 10000 calls, as many on every\n"
+            "               rank), 20 elsewhere (--graph, --overlap, --train, --decode)\n"
+            "               (default %s)\n"
             "  -w WARMUP    untimed calls before them (default %s)\n"
             "  -m MODE      host or device buffers (default: device when built with CUDA\n"
             "               and a GPU is present)\n"
@@ -260,9 +263,16 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
             return bad(err, "-o '%s': expected sum, prod, min, max or avg", arg);
         return 0;
     case 'n':
+        o->iters_auto = strcmp(arg, "auto") == 0;
+        if (o->iters_auto) {
+            o->iters = 20; /* the floor, and the count where auto does not apply */
+            return 0;
+        }
+        /* fall through */
     case 'w':
         if (parse_int(arg, opt == 'n', opt == 'n' ? &o->iters : &o->warmup))
-            return bad(err, "-%c '%s': expected an integer of at least %d", opt, arg, opt == 'n');
+            return bad(err, "-%c '%s': expected %san integer of at least %d", opt, arg, opt == 'n' ? "auto or " : "",
+                       opt == 'n');
         return 0;
     case 'm':
         if (strcmp(arg, "host") != 0 && strcmp(arg, "device") != 0)

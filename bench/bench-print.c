@@ -373,7 +373,11 @@ static void print_info(const bench_t *b)
             o->reg ? " from hiar_mem_alloc (registered with hiar and NCCL)" : "",
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
-    fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
+    if (o->iters_auto)
+        fprintf(b->info, "# iterations auto (eager: as many as take about 20 ms a size, %d to 10000; else %d), "
+                         "warmup %d, check %s\n", o->iters, o->iters, o->warmup, o->check ? "on" : "off");
+    else
+        fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
     if (has(b, IMPL_NCCL_SYM))
         fprintf(b->info, "# nccl-sym: buffers of its own from ncclMemAlloc, symmetric windows "
                          "(ncclCommWindowRegister)\n");

@@ -56,6 +56,7 @@ typedef struct {
     hiar_dtype_t dtype;
     hiar_op_t op;
     int iters, warmup;
+    int iters_auto; /* -n auto: eager calls of each size for about AUTO_SECONDS (hiar-bench.c), at least iters */
     bench_mode_t mode;
     unsigned impls; /* IMPL_BIT per implementation; 0: the default set */
     int csv, json, check, graph, inplace; /* csv, json: rows on stdout, '#' lines on stderr */
