@@ -374,8 +374,9 @@ static void print_info(const bench_t *b)
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
     if (o->iters_auto)
-        fprintf(b->info, "# iterations auto (eager: as many as take about 20 ms a size, %d to 10000; else %d), "
-                         "warmup %d, check %s\n", o->iters, o->iters, o->warmup, o->check ? "on" : "off");
+        fprintf(b->info, "# iterations auto (eager: as many as take about 20 ms a size, %d to 10000; graphs of %d "
+                         "replayed for about 20 ms; else %d), warmup %d, check %s\n", o->iters, o->iters, o->iters,
+                o->warmup, o->check ? "on" : "off");
     else
         fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
     if (has(b, IMPL_NCCL_SYM))

@@ -211,6 +211,24 @@ static run_t warm_up(bench_t *b, int impl, size_t count)
     return bench_agree(bench_async_status(b, impl, status));
 }
 
+/*
+ * -n auto times eager calls in AUTO_ROUNDS rounds, the implementations in
+ * turn in each, and takes each one's median round: a slow stretch of the
+ * machine then falls on both sides of a ratio, or on one round of each.
+ * A round makes as many calls as take about AUTO_SECONDS / AUTO_ROUNDS on
+ * the slowest rank (every rank makes as many), from a first timing of
+ * ITERS calls; at least ITERS / AUTO_ROUNDS, at most AUTO_MAX_ITERS in all.
+ * Measured, 2 ranks on a 2-core VM, host buffers: at a fixed 20 calls of
+ * each implementation after the other, the quick start's ratio against
+ * MPI_Allreduce at 32 B came out 3.31, 1.00 and 0.27 in three runs; timed
+ * for 20 ms each, but one after the other, 0.96, 0.64 and 1.04.  On the GPU
+ * machine one slow launch moved a 4 KB ratio from 0.5 to 0.8 at 20 calls
+ * (scripts/gpu-session.sh).
+ */
+#define AUTO_SECONDS 0.02
+#define AUTO_ROUNDS 5
+#define AUTO_MAX_ITERS 10000
+
 /* n timed calls after a barrier: *seconds per call on this rank. */
 static run_t time_many(bench_t *b, int impl, size_t count, int n, double *seconds)
 {
@@ -258,21 +276,46 @@ static run_t capture(bench_t *b, int impl, size_t count, cudaGraphExec_t *exec)
     return status;
 }
 
+/*
+ * -n auto: replays of the graph back to back, as many as take about
+ * AUTO_SECONDS on the slowest rank (1 to AUTO_MAX_REPLAYS): one replay of
+ * 20 calls of 2-3 us is timed with a launch and a stream sync of about
+ * 5 us each on the GPU machine (a VM), up to 0.5 us a call; back to back,
+ * each launch overlaps the replay before it.
+ */
+#define AUTO_MAX_REPLAYS 500
+
+static int graph_replays(bench_t *b, cudaGraphExec_t exec)
+{
+    double t0 = MPI_Wtime(), mine, slowest;
+
+    CUDA_DIE(cudaGraphLaunch(exec, b->stream));
+    bench_stream_sync(b);
+    mine = MPI_Wtime() - t0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest * AUTO_MAX_REPLAYS <= AUTO_SECONDS ? AUTO_MAX_REPLAYS
+           : slowest >= AUTO_SECONDS                  ? 1
+                                                      : (int)(AUTO_SECONDS / slowest);
+}
+
 static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
 {
     cudaGraphExec_t exec;
     run_t status = capture(b, impl, count, &exec);
     double t0;
+    int replays;
 
     if (status != RUN_OK)
         return status;
     CUDA_DIE(cudaGraphLaunch(exec, b->stream)); /* first replay uploads the graph */
     bench_stream_sync(b);
+    replays = b->opt.iters_auto ? graph_replays(b, exec) : 1;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    CUDA_DIE(cudaGraphLaunch(exec, b->stream));
+    for (int r = 0; r < replays; r++)
+        CUDA_DIE(cudaGraphLaunch(exec, b->stream));
     bench_stream_sync(b);
-    *seconds = (MPI_Wtime() - t0) / b->opt.iters;
+    *seconds = (MPI_Wtime() - t0) / ((double)b->opt.iters * replays);
     cudaGraphExecDestroy(exec);
     return bench_agree(bench_async_status(b, impl, RUN_OK));
 }
@@ -322,23 +365,6 @@ static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
     return time_eager(b, impl, count, seconds);
 }
 
-/*
- * -n auto times eager calls in AUTO_ROUNDS rounds, the implementations in
- * turn in each, and takes each one's median round: a slow stretch of the
- * machine then falls on both sides of a ratio, or on one round of each.
- * A round makes as many calls as take about AUTO_SECONDS / AUTO_ROUNDS on
- * the slowest rank (every rank makes as many), from a first timing of
- * ITERS calls; at least ITERS / AUTO_ROUNDS, at most AUTO_MAX_ITERS in all.
- * Measured, 2 ranks on a 2-core VM, host buffers: at a fixed 20 calls of
- * each implementation after the other, the quick start's ratio against
- * MPI_Allreduce at 32 B came out 3.31, 1.00 and 0.27 in three runs; timed
- * for 20 ms each, but one after the other, 0.96, 0.64 and 1.04.  On the GPU
- * machine one slow launch moved a 4 KB ratio from 0.5 to 0.8 at 20 calls
- * (scripts/gpu-session.sh).
- */
-#define AUTO_SECONDS 0.02
-#define AUTO_ROUNDS 5
-#define AUTO_MAX_ITERS 10000
 
 /* Whether impl's timing takes rounds: -n auto, timed eagerly. */
 static int in_rounds(const bench_t *b, int impl)

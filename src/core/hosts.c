@@ -496,6 +496,12 @@ void hiar_hosts_abort(hiar_hosts_t *h)
     hiar_hosts_gpu_abort(h->gpu);
 }
 
+void hiar_hosts_set_spin(hiar_hosts_t *h, uint64_t spin_ns)
+{
+    if (h->engine)
+        hiar_progress_set_spin(h->engine, spin_ns);
+}
+
 void hiar_hosts_free(hiar_hosts_t *h)
 {
     int left = 0;

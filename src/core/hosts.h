@@ -16,6 +16,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/call.h"
 #include "net/tier.h"
@@ -60,6 +61,9 @@ hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, 
 /* HIAR_TIMEOUT or the thread's error once there is one. */
 hiar_result_t hiar_hosts_status(hiar_hosts_t *h);
 void hiar_hosts_abort(hiar_hosts_t *h);
+
+/* The thread's waits spin this long before they yield (HIAR_YIELD: core/yield.c; net/progress.h). */
+void hiar_hosts_set_spin(hiar_hosts_t *h, uint64_t spin_ns);
 
 /* Stops the thread (after the GPU is idle, or after abort); what a failed exchange may still write into stays. */
 void hiar_hosts_free(hiar_hosts_t *h);

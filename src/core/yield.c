@@ -35,6 +35,10 @@ void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
     char who[128];
 
     comm->spin_ns = soon ? 0 : HIAR_WAIT_SPIN_NS;
+#ifdef HIAR_HAVE_CUDA
+    if (comm->gpu && comm->gpu->hosts)
+        hiar_hosts_set_spin(comm->gpu->hosts, comm->spin_ns); /* the progress thread waits alike */
+#endif
     if (m->pinned)
         snprintf(who, sizeof(who), "%d rank%s of this machine here, each pinned to a CPU of its own", m->ranks,
                  m->ranks == 1 ? "" : "s");
@@ -44,7 +48,8 @@ void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
                  m->ranks, m->cpus);
     snprintf(comm->yield_why, sizeof(comm->yield_why), "%s (%s%s%s)",
              soon ? "spin 256 polls, then yield the core at every poll" : "spin 1 ms, then yield the core too",
-             mode == HIAR_YIELD_AUTO ? "" : "HIAR_YIELD; ", who, threads > 1 ? "; and a progress thread each" : "");
+             mode == HIAR_YIELD_AUTO ? "" : "HIAR_YIELD; ", who,
+             threads > 1 ? "; and a progress thread each, whose waits do the same" : "");
     HIAR_INFO(INIT, "waits: %s", comm->yield_why);
 }
 

@@ -16,7 +16,11 @@
  * the thread sleeps between polls of the flags (PROGRESS_NAP_NS each, with
  * a timer slack of 1 us), so that a comm with a captured call does not spin
  * a core for ever: a replay that comes after a nap starts at most a nap
- * late.  While an eager job is out the thread spins (yielding the core).
+ * late.  While an eager job is out the thread spins, and yields the core
+ * as the comm's waits do (HIAR_YIELD, hiar_progress_set_spin): where each
+ * rank has the CPUs for its two threads, a yield would hand the core to any
+ * other runnable process for a scheduler slice in the middle of the step
+ * between hosts (the waits' measurement: base/wait.h).
  */
 #define PROGRESS_IDLE_NS 200000u
 #define PROGRESS_NAP_NS 10000
@@ -48,6 +52,7 @@ struct hiar_progress {
     int *active, nactive; /* the thread's own */
     int neager;           /* of them eager: a call is waiting for them, so the thread never naps */
     atomic_int stop;
+    atomic_uint_least64_t spin_ns; /* hiar_progress_set_spin */
     atomic_int error;     /* the first error (HIAR_SUCCESS: none) */
     char message[512];    /* its message, under mu */
 };
@@ -200,11 +205,13 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
     return HIAR_SUCCESS;
 }
 
-/* Takes the submitted slots; with nothing to do, sleeps until a submit or stop. */
-static void take_queue(hiar_progress_t *p)
+/* Takes the submitted slots (returns how many); with nothing to do, sleeps until a submit or stop. */
+static int take_queue(hiar_progress_t *p)
 {
+    int took;
+
     if (p->nactive && !atomic_load_explicit(&p->pending, memory_order_acquire))
-        return; /* the lock only when a submit came: the submitting thread waits for it */
+        return 0; /* the lock only when a submit came: the submitting thread waits for it */
     pthread_mutex_lock(&p->mu);
     atomic_store_explicit(&p->pending, 0, memory_order_relaxed);
     while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
@@ -213,8 +220,23 @@ static void take_queue(hiar_progress_t *p)
         p->active[p->nactive++] = p->queue[q];
         p->neager += !p->slots[p->queue[q]].job.persistent;
     }
+    took = p->nqueued;
     p->nqueued = 0;
     pthread_mutex_unlock(&p->mu);
+    return took;
+}
+
+void hiar_progress_set_spin(hiar_progress_t *p, uint64_t spin_ns)
+{
+    atomic_store_explicit(&p->spin_ns, spin_ns, memory_order_relaxed);
+}
+
+/* Whether a poll that found nothing to move, `polls` of them since `last` moved, yields the core. */
+static int yields_now(hiar_progress_t *p, unsigned polls, uint64_t last)
+{
+    uint64_t spin = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+
+    return polls > HIAR_WAIT_SPINS && (!spin || hiar_now_ns() - last > spin);
 }
 
 static void nap(void)
@@ -233,9 +255,8 @@ static void *engine_main(void *arg)
     if (p->cfg.thread_init)
         p->cfg.thread_init(p->cfg.thread_arg);
     while (!atomic_load(&p->stop)) {
-        int moved = 0;
+        int moved = take_queue(p) > 0; /* a new job starts the idle and spin clocks again */
         hiar_result_t rc;
-        take_queue(p);
         if (atomic_load_explicit(p->cfg.abort, memory_order_relaxed))
             rc = hiar_error_set(HIAR_COMM_FAILED, "between hosts: the communicator was aborted");
         else
@@ -249,7 +270,7 @@ static void *engine_main(void *arg)
             polls = 0;
         } else if (++polls > HIAR_WAIT_SPINS && !p->neager && hiar_now_ns() - last > PROGRESS_IDLE_NS)
             nap();
-        else if (polls > HIAR_WAIT_SPINS)
+        else if (yields_now(p, polls, last))
             sched_yield();
     }
     return NULL;

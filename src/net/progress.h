@@ -114,6 +114,14 @@ typedef struct {
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out);
 
 /*
+ * How long the thread spins, while an eager job is out and nothing moves,
+ * before each poll also yields its core: 0 (from the start) yields after
+ * HIAR_WAIT_SPINS polls.  The comm sets its HIAR_YIELD choice (core/yield.c)
+ * once it has one, after the thread started; any time is safe.
+ */
+void hiar_progress_set_spin(hiar_progress_t *p, uint64_t spin_ns);
+
+/*
  * Exchanges the first `positions` positions of job's ring with every peer
  * of its link, in sizes from 8 bytes up to stride (about 3 a doubling), on
  * the calling thread, and waits (through wait: bounded, abortable) until

@@ -16,10 +16,13 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "net/progress.h"
@@ -153,10 +156,30 @@ static hiar_result_t fake_test(void *ctx, hiar_port_req_t *r, int *done)
     return HIAR_SUCCESS;
 }
 
+/* ---- the engines' yields: counted on their threads (thread_init marks them) ---- */
+
+static _Thread_local int on_engine;
+static atomic_int engine_yields;
+
+static void mark_engine(void *arg)
+{
+    (void)arg;
+    on_engine = 1;
+}
+
+/* Ours, before libc's: the engine's calls land here (linked into this program). */
+int sched_yield(void)
+{
+    if (on_engine)
+        atomic_fetch_add(&engine_yields, 1);
+    return (int)syscall(SYS_sched_yield);
+}
+
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
     int me, n, first, rounds, nslots, persistent, stall, ahead, shared; /* rounds first .. first + rounds - 1 */
+    int late_ms; /* the first round's kernel starts this late */
     atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
@@ -292,6 +315,10 @@ static void *device_main(void *arg)
     if (r->ahead && !r->stall)
         pthread_create(&stream, NULL, stream_main, r);
     for (int round = r->first; round < r->first + r->rounds; round++) {
+        if (round == r->first && r->late_ms) {
+            struct timespec ts = {0, (long)r->late_ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
         int slot = round % r->nslots;
         hiar_progress_job_t job = job_of(r, slot);
         if ((!r->persistent || round - r->first < r->nslots) &&
@@ -333,7 +360,7 @@ static rank_t *start_ranks(const scenario_t *sc)
     for (int k = 0; k < sc->n; k++) {
         rank_t *r = &ranks[k];
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
-                                      sc->nslots, sc->timeout_ms, &r->abort, NULL, NULL, &r->kernel_abort};
+                                      sc->nslots, sc->timeout_ms, &r->abort, mark_engine, NULL, &r->kernel_abort};
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
                       .persistent = sc->persistent, .stall = k == sc->stall_rank, .ahead = sc->ahead,
                       .shared = sc->shared};
@@ -506,6 +533,38 @@ static void test_rounds(int n, int nslots, int how)
              ahead ? ", calls queued ahead of their kernels" : "", how & SHARED ? ", one ring for all" : "",
              persistent ? "kept" : "free");
     expect(wrong == 0 && bad == 0 && left == 0, what);
+}
+
+/*
+ * An eager job whose peer's kernel comes 50 ms late: with the comm's spin
+ * set (HIAR_YIELD where each rank has its CPUs, 1 ms in the library; 10 s
+ * here, past the test) the engines poll without yielding their cores; with
+ * none (the start's, and where ranks outnumber CPUs) they yield after
+ * HIAR_WAIT_SPINS polls.  The bytes arrive right either way.
+ */
+static void test_spin(uint64_t spin_ns)
+{
+    scenario_t sc = {2, 1, 1, 0, -1, 5000, 0, 0};
+    rank_t *ranks = start_ranks(&sc);
+    pthread_t dev[2];
+    int left = 0, bad = 0, yields;
+    char what[200];
+
+    for (int k = 0; k < 2; k++)
+        hiar_progress_set_spin(ranks[k].engine, spin_ns);
+    ranks[1].late_ms = 50;
+    atomic_store(&engine_yields, 0);
+    for (int k = 0; k < 2; k++)
+        pthread_create(&dev[k], NULL, device_main, &ranks[k]);
+    for (int k = 0; k < 2; k++)
+        pthread_join(dev[k], NULL);
+    yields = atomic_load(&engine_yields);
+    for (int k = 0; k < 2; k++)
+        bad += ranks[k].wrong || ranks[k].timed_out || ranks[k].submit_rc != HIAR_SUCCESS;
+    finish(ranks, 2, &left);
+    snprintf(what, sizeof(what), "2 ranks, a kernel 50 ms late, the engines' spin %s: %d yields on their threads "
+             "(expected %s), every byte as sent", spin_ns ? "10 s" : "unset", yields, spin_ns ? "none" : "some");
+    expect(bad == 0 && left == 0 && (spin_ns ? yields == 0 : yields > 0), what);
 }
 
 /* ---- the first exchange of a ring's memory (hiar_progress_warm) ---- */
@@ -878,6 +937,8 @@ int main(int argc, char **argv)
     test_retire(2);
     test_retire(4);
     test_retire_in_flight();
+    test_spin(10000000000ull);
+    test_spin(0);
     test_warm(2, RING, 0, &ladders[0]);
     test_warm(4, RING - 1, 0, &ladders[0]);
     for (size_t l = 1; l < sizeof(ladders) / sizeof(ladders[0]); l++)
