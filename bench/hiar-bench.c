@@ -216,8 +216,8 @@ static run_t warm_up(bench_t *b, int impl, size_t count)
  * turn in each, and takes each one's median round: a slow stretch of the
  * machine then falls on both sides of a ratio, or on one round of each.
  * A round makes as many calls as take about AUTO_SECONDS / AUTO_ROUNDS on
- * the slowest rank (every rank makes as many), from a first timing of
- * ITERS calls; at least ITERS / AUTO_ROUNDS, at most AUTO_MAX_ITERS in all.
+ * the slowest rank (every rank makes as many), judged from a first timing
+ * (calls_per_round); at least ITERS / AUTO_ROUNDS, at most AUTO_MAX_ITERS in all.
  * Measured, 2 ranks on a 2-core VM, host buffers: at a fixed 20 calls of
  * each implementation after the other, the quick start's ratio against
  * MPI_Allreduce at 32 B came out 3.31, 1.00 and 0.27 in three runs; timed
@@ -378,18 +378,28 @@ static int in_rounds(const bench_t *b, int impl)
     return b->opt.iters_auto && !b->opt.overlap;
 }
 
-/* Warm-up, then the calls per round: *n the same on every rank. */
+/*
+ * Warm-up, then the calls per round (*n, the same on every rank), from
+ * timings of a round's least calls, doubled until they take AUTO_PROBE_SECONDS
+ * on the slowest rank: a slow call costs a few calls more than the fixed
+ * count did, a fast one is timed over enough calls to judge it.
+ */
+#define AUTO_PROBE_SECONDS 0.001
+
 static run_t calls_per_round(bench_t *b, int impl, size_t count, int *n)
 {
-    int least = (b->opt.iters + AUTO_ROUNDS - 1) / AUTO_ROUNDS, most = AUTO_MAX_ITERS / AUTO_ROUNDS;
-    double first, slowest, fits;
+    int least = (b->opt.iters + AUTO_ROUNDS - 1) / AUTO_ROUNDS, most = AUTO_MAX_ITERS / AUTO_ROUNDS, k = least;
+    double mine = 0.0, slowest = 0.0, fits;
     run_t status = warm_up(b, impl, count);
 
-    if (status == RUN_OK)
-        status = time_many(b, impl, count, b->opt.iters, &first);
+    for (; status == RUN_OK; k *= 2) {
+        status = time_many(b, impl, count, k, &mine);
+        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (slowest * k >= AUTO_PROBE_SECONDS || k >= most)
+            break;
+    }
     if (status != RUN_OK)
         return status;
-    MPI_Allreduce(&first, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     fits = AUTO_SECONDS / AUTO_ROUNDS / slowest;
     *n = fits >= most ? most : fits <= least ? least : (int)fits;
     return RUN_OK;
