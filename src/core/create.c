@@ -137,7 +137,7 @@ static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *li
 }
 #endif
 
-/* Default host slots made smaller to fit /dev/shm (plan.c shm_default_slot) are logged. */
+/* Default slots made smaller to fit /dev/shm (plan.c shm_default_slot, pinned_default_slot) are logged. */
 static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const hiar_plan_limits_t *limits)
 {
     hiar_plan_limits_t roomy;
@@ -148,6 +148,10 @@ static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const
         HIAR_INFO(SHM, "host slots of %zu bytes instead of %zu: the least free /dev/shm of the ranks was %zu MB, "
                        "and the slots of a machine's %d ranks take at most a quarter of it",
                   limits->shm_slot, roomy.shm_slot, comm->shm_free >> 20, comm->machine_ranks);
+    if (roomy.pinned_slot > limits->pinned_slot && comm->rank == 0)
+        HIAR_INFO(SHM, "pinned-host transport (where it serves): slots of %zu bytes instead of %zu, so that a "
+                       "machine's %d ranks take at most half of the %zu MB of /dev/shm free",
+                  limits->pinned_slot, roomy.pinned_slot, comm->machine_ranks, comm->shm_free >> 20);
 }
 
 static hiar_result_t comm_setup(hiar_comm_t *comm)

@@ -1,4 +1,6 @@
 /* Path choice per call, and the limits it is made from. */
+#include "config.h"
+
 #include "base/param.h"
 #include "core/plan.h"
 #include "core/tune_cache.h"
@@ -68,6 +70,24 @@ static size_t shm_default_slot(const hiar_plan_input_t *in)
     return slot;
 }
 
+/* The pinned-host transport's slot without HIAR_BUFFER_SIZE: within half of /dev/shm with every rank's region. */
+static size_t pinned_default_slot(const hiar_plan_input_t *in)
+{
+    size_t slot = HIAR_PINNED_SLOT_DEFAULT;
+#ifdef HIAR_HAVE_CUDA
+    int most = in->machine_ranks > in->host_nshards ? in->machine_ranks : in->host_nshards;
+    size_t ranks = most > 1 ? (size_t)most : 1;
+    /* A group's regions grow with its ranks (LL packets per sender); a machine's groups have at most `most`. */
+    int group = most < 2 ? 2 : most < HIAR_IPC_MAX_GROUP ? most : HIAR_IPC_MAX_GROUP;
+
+    while (in->shm_free && slot > HIAR_PINNED_SLOT_FLOOR && ranks * hiar_ipc_region_bytes(group, slot) > in->shm_free / 2)
+        slot /= 2;
+#else
+    (void)in;
+#endif
+    return slot;
+}
+
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
@@ -78,7 +98,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 
     out->shm_slot = in->slot_bytes ? in->slot_bytes : shm_default_slot(in);
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
-    out->pinned_slot = in->slot_bytes ? in->slot_bytes : HIAR_PINNED_SLOT_DEFAULT;
+    out->pinned_slot = in->slot_bytes ? in->slot_bytes : pinned_default_slot(in);
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max
                            : in->tuned     ? in->tuned_shm_oneshot_max
                                            : HIAR_SHM_ONESHOT_MAX_DEFAULT;

@@ -49,6 +49,15 @@
  * per rank, LL packets and signals (21 MB a rank in a group of 2) live in
  * /dev/shm, which containers often give 64 MB. */
 #define HIAR_PINNED_SLOT_DEFAULT ((size_t)4 << 20)
+/*
+ * ... and at most half the least free /dev/shm of the comm's ranks at
+ * creation with the regions of every rank of a machine (the host slots take
+ * at most a quarter), halved as far as this; below it the transport is not
+ * set up and device buffers are staged, with a WARN naming /dev/shm.  In a
+ * container's 64 MB, 2 ranks took 41 MB at the default (plus 16 MB of host
+ * slots and MPI's own segments: no room), and take 25 MB at 2 MB slots.
+ */
+#define HIAR_PINNED_SLOT_FLOOR ((size_t)256 << 10)
 /* shm slot bytes when HIAR_BUFFER_SIZE is 0: 4 MB for groups of 2, 2 MB up
  * to 4, 1 MB above, so the segment (2 slots a rank) stays at 16 MB, as 8
  * ranks had with 1 MB (containers often give /dev/shm 64 MB).  On a 2-core

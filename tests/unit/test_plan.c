@@ -5,6 +5,8 @@
  * GPU machine (plan.h); here they are pinned so a change is deliberate.
  * Also the IPC kernels' block caps for ranks that share a GPU.
  */
+#include "config.h"
+
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1010,3 +1012,50 @@ Test(plan, shm_slot)
     cr_expect_eq(l.shm_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
 }
 
+
+#ifdef HIAR_HAVE_CUDA
+/*
+ * The pinned-host transport's default slot: 4 MB, halved (down to
+ * HIAR_PINNED_SLOT_FLOOR) until every rank of the machine's region fits
+ * half the least free /dev/shm; HIAR_BUFFER_SIZE wins.
+ */
+Test(plan, pinned_slot)
+{
+    static const struct {
+        int ranks;
+        size_t free, want;
+    } cases[] = {/* a rank's region in a group of 2: 0.5 MB of signals, 4 MB of LL packets, 4 slots; of 4: 8 MB */
+                 {2, 0, 4 * M},     {2, 1024 * M, 4 * M}, {2, 64 * M, 2 * M},
+                 {2, 40 * M, M},    {4, 256 * M, 4 * M},  {4, 128 * M, M},
+                 {4, 64 * M, HIAR_PINNED_SLOT_FLOOR}, {1, 64 * M, 4 * M}};
+    hiar_plan_input_t in = {0};
+    hiar_plan_limits_t l;
+
+    in.nranks = 8;
+    in.ngroups = in.host_ngroups = 1;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        in.host_nshards = in.machine_ranks = cases[i].ranks;
+        in.shm_free = cases[i].free;
+        hiar_plan_limits(&in, &l);
+        cr_expect_eq(l.pinned_slot, cases[i].want, "%d ranks, %zu MB free: %zu", cases[i].ranks, cases[i].free >> 20,
+                     l.pinned_slot);
+    }
+    for (int n = 1; n <= 16; n++)
+        for (size_t free = M, last = 0; free <= 4096 * M; free = free * 3 / 2, last = l.pinned_slot) {
+            int group = n < 2 ? 2 : n < HIAR_IPC_MAX_GROUP ? n : HIAR_IPC_MAX_GROUP;
+            in.host_nshards = in.machine_ranks = n;
+            in.shm_free = free;
+            hiar_plan_limits(&in, &l);
+            cr_expect(l.pinned_slot == HIAR_PINNED_SLOT_FLOOR ||
+                          (size_t)n * hiar_ipc_region_bytes(group, l.pinned_slot) <= free / 2,
+                      "%d ranks, %zu free: %zu", n, free, l.pinned_slot);
+            cr_expect(l.pinned_slot >= HIAR_PINNED_SLOT_FLOOR && l.pinned_slot <= HIAR_PINNED_SLOT_DEFAULT &&
+                          (l.pinned_slot & (l.pinned_slot - 1)) == 0, "%zu", l.pinned_slot);
+            cr_expect_geq(l.pinned_slot, last, "%d ranks: more free, no smaller slots", n);
+        }
+    in.slot_bytes = 16 * M;
+    in.shm_free = M;
+    hiar_plan_limits(&in, &l);
+    cr_expect_eq(l.pinned_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
+}
+#endif
