@@ -47,6 +47,14 @@ enum {
 
 typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
 
+/* -n auto (hiar-bench.c): eager calls in rounds of the implementations in turn, for about this long a size
+ * in all, at most this many calls; graphs replayed back to back for as long, at most this many times. */
+#define BENCH_AUTO_SECONDS 0.02
+#define BENCH_AUTO_ROUNDS 5
+#define BENCH_AUTO_MAX_ITERS 10000
+#define BENCH_AUTO_MAX_REPLAYS 500
+#define BENCH_AUTO_PROBE_SECONDS 0.001
+
 /* Most values of --tokens and --hidden. */
 #define BENCH_LIST_MAX 16
 

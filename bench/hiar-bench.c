@@ -5,9 +5,11 @@
  *     mpirun -np 4 hiar-bench -b 8 -e 64M -f 2 -d bfloat16 -o avg
  *
  * Per size and implementation: a check call on fresh inputs, WARMUP calls,
- * a barrier, then ITERS calls back to back under MPI_Wtime (device buffers:
- * until the stream is synchronized).
- *   time  = max over ranks of the per-rank mean time of one call
+ * then calls back to back after a barrier under MPI_Wtime (device buffers:
+ * until the stream is synchronized): -n N, N calls; -n auto (the default),
+ * rounds of the implementations in turn (in_rounds, below).
+ *   time  = max over ranks of the per-rank mean time of one call (auto: the
+ *           median round of those maxima)
  *   algbw = bytes / time, busbw = algbw * 2(n-1)/n (nccl-tests' definition)
  * --split times hiar's parts the same way (bench-split.h).
  *
@@ -211,23 +213,14 @@ static run_t warm_up(bench_t *b, int impl, size_t count)
     return bench_agree(bench_async_status(b, impl, status));
 }
 
-/*
- * -n auto times eager calls in AUTO_ROUNDS rounds, the implementations in
- * turn in each, and takes each one's median round: a slow stretch of the
- * machine then falls on both sides of a ratio, or on one round of each.
- * A round makes as many calls as take about AUTO_SECONDS / AUTO_ROUNDS on
- * the slowest rank (every rank makes as many), judged from a first timing
- * (calls_per_round); at least ITERS / AUTO_ROUNDS, at most AUTO_MAX_ITERS in all.
- * Measured, 2 ranks on a 2-core VM, host buffers: at a fixed 20 calls of
- * each implementation after the other, the quick start's ratio against
- * MPI_Allreduce at 32 B came out 3.31, 1.00 and 0.27 in three runs; timed
- * for 20 ms each, but one after the other, 0.96, 0.64 and 1.04.  On the GPU
- * machine one slow launch moved a 4 KB ratio from 0.5 to 0.8 at 20 calls
- * (scripts/gpu-session.sh).
- */
-#define AUTO_SECONDS 0.02
-#define AUTO_ROUNDS 5
-#define AUTO_MAX_ITERS 10000
+/* The slowest rank's value of a time (every rank gets it). */
+static double slowest_of(double mine)
+{
+    double slowest;
+
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+}
 
 /* n timed calls after a barrier: *seconds per call on this rank. */
 static run_t time_many(bench_t *b, int impl, size_t count, int n, double *seconds)
@@ -249,6 +242,27 @@ static run_t time_eager(bench_t *b, int impl, size_t count, double *seconds)
 
     return status != RUN_OK ? status : time_many(b, impl, count, b->opt.iters, seconds);
 }
+
+#ifdef HIAR_HAVE_CUDA
+/* MPI calls cannot be captured in a graph: they stay eager under --graph. */
+static int is_mpi(int impl)
+{
+    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD || impl == IMPL_MPI_LINK;
+}
+#endif
+
+/* Whether impl's calls are timed in a CUDA graph (--graph; not MPI's). */
+static int graphed(const bench_t *b, int impl)
+{
+#ifdef HIAR_HAVE_CUDA
+    return b->opt.graph && !is_mpi(impl);
+#else
+    (void)b;
+    (void)impl;
+    return 0;
+#endif
+}
+
 #ifdef HIAR_HAVE_CUDA
 /* ITERS calls captured into *exec; the warm-up runs eagerly first (NCCL connects then). */
 static run_t capture(bench_t *b, int impl, size_t count, cudaGraphExec_t *exec)
@@ -276,56 +290,49 @@ static run_t capture(bench_t *b, int impl, size_t count, cudaGraphExec_t *exec)
     return status;
 }
 
-/*
- * -n auto: replays of the graph back to back, as many as take about
- * AUTO_SECONDS on the slowest rank (1 to AUTO_MAX_REPLAYS): one replay of
- * 20 calls of 2-3 us is timed with a launch and a stream sync of about
- * 5 us each on the GPU machine (a VM), up to 0.5 us a call; back to back,
- * each launch overlaps the replay before it.
- */
-#define AUTO_MAX_REPLAYS 500
-
-static int graph_replays(bench_t *b, cudaGraphExec_t exec)
+/* One replay after a barrier: *seconds on this rank. */
+static run_t replay(bench_t *b, int impl, cudaGraphExec_t exec, int times, double *seconds)
 {
-    double t0 = MPI_Wtime(), mine, slowest;
+    double t0;
 
-    CUDA_DIE(cudaGraphLaunch(exec, b->stream));
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = MPI_Wtime();
+    for (int r = 0; r < times; r++)
+        CUDA_DIE(cudaGraphLaunch(exec, b->stream));
     bench_stream_sync(b);
-    mine = MPI_Wtime() - t0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest * AUTO_MAX_REPLAYS <= AUTO_SECONDS ? AUTO_MAX_REPLAYS
-           : slowest >= AUTO_SECONDS                  ? 1
-                                                      : (int)(AUTO_SECONDS / slowest);
+    *seconds = MPI_Wtime() - t0;
+    return bench_agree(bench_async_status(b, impl, RUN_OK));
 }
 
+/*
+ * -n auto: replays of the graph back to back, as many as take about
+ * BENCH_AUTO_SECONDS on the slowest rank (1 to BENCH_AUTO_MAX_REPLAYS),
+ * judged from one: a replay of 20 calls of 2-3 us alone is timed with a
+ * launch and a stream sync of about 5 us each on the GPU machine (a VM), up
+ * to 0.5 us a call; back to back, each launch overlaps the replay before it.
+ */
 static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
 {
     cudaGraphExec_t exec;
     run_t status = capture(b, impl, count, &exec);
-    double t0;
-    int replays;
+    double one = 0.0, slowest;
+    int replays = 1;
 
     if (status != RUN_OK)
         return status;
-    CUDA_DIE(cudaGraphLaunch(exec, b->stream)); /* first replay uploads the graph */
-    bench_stream_sync(b);
-    replays = b->opt.iters_auto ? graph_replays(b, exec) : 1;
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    for (int r = 0; r < replays; r++)
-        CUDA_DIE(cudaGraphLaunch(exec, b->stream));
-    bench_stream_sync(b);
-    *seconds = (MPI_Wtime() - t0) / ((double)b->opt.iters * replays);
+    status = replay(b, impl, exec, 1, &one); /* the first replay uploads the graph */
+    if (status == RUN_OK && b->opt.iters_auto && !b->opt.overlap) {
+        status = replay(b, impl, exec, 1, &one);
+        slowest = slowest_of(one);
+        replays = slowest * BENCH_AUTO_MAX_REPLAYS <= BENCH_AUTO_SECONDS ? BENCH_AUTO_MAX_REPLAYS
+                  : slowest >= BENCH_AUTO_SECONDS                        ? 1
+                                                                        : (int)(BENCH_AUTO_SECONDS / slowest);
+    }
+    if (status == RUN_OK)
+        status = replay(b, impl, exec, replays, &one);
+    *seconds = one / ((double)b->opt.iters * replays);
     cudaGraphExecDestroy(exec);
-    return bench_agree(bench_async_status(b, impl, RUN_OK));
-}
-#endif
-
-#ifdef HIAR_HAVE_CUDA
-/* MPI calls cannot be captured in a graph: they stay eager under --graph. */
-static int is_mpi(int impl)
-{
-    return impl == IMPL_MPI || impl == IMPL_MPI_SHARD || impl == IMPL_MPI_LINK;
+    return status;
 }
 #endif
 
@@ -357,7 +364,7 @@ static run_t time_overlap(bench_t *b, int impl, size_t count, double *seconds)
 static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
 {
 #ifdef HIAR_HAVE_CUDA
-    if (b->opt.graph && !is_mpi(impl))
+    if (graphed(b, impl))
         return time_graph(b, impl, count, seconds);
 #endif
     if (b->opt.overlap)
@@ -365,42 +372,49 @@ static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
     return time_eager(b, impl, count, seconds);
 }
 
-
-/* Whether impl's timing takes rounds: -n auto, timed eagerly. */
+/*
+ * -n auto times eager calls in BENCH_AUTO_ROUNDS rounds, the implementations
+ * in turn in each, and takes each one's median round: a slow stretch of the
+ * machine then falls on both sides of a ratio, or on one round of each.  A
+ * round makes as many calls as take about BENCH_AUTO_SECONDS /
+ * BENCH_AUTO_ROUNDS on the slowest rank (every rank makes as many), judged
+ * from a first timing (calls_per_round); at least ITERS / BENCH_AUTO_ROUNDS,
+ * at most BENCH_AUTO_MAX_ITERS in all.  Measured, 2 ranks on a 2-core VM,
+ * host buffers: at a fixed 20 calls of each implementation after the other,
+ * the quick start's ratio against MPI_Allreduce at 32 B came out 3.31, 1.00
+ * and 0.27 in three runs; timed for 20 ms each, but one after the other,
+ * 0.96, 0.64 and 1.04.  On the GPU machine one slow launch moved a 4 KB
+ * ratio from 0.5 to 0.8 at 20 calls (scripts/gpu-session.sh).
+ */
 static int in_rounds(const bench_t *b, int impl)
 {
-#ifdef HIAR_HAVE_CUDA
-    if (b->opt.graph && !is_mpi(impl))
-        return 0;
-#else
-    (void)impl;
-#endif
-    return b->opt.iters_auto && !b->opt.overlap;
+    return b->opt.iters_auto && !b->opt.overlap && !graphed(b, impl);
 }
 
 /*
  * Warm-up, then the calls per round (*n, the same on every rank), from
- * timings of a round's least calls, doubled until they take AUTO_PROBE_SECONDS
- * on the slowest rank: a slow call costs a few calls more than the fixed
- * count did, a fast one is timed over enough calls to judge it.
+ * timings of a round's least calls, doubled (up to a round's most) until
+ * they take BENCH_AUTO_PROBE_SECONDS on the slowest rank: a slow call costs
+ * a few calls more than the fixed count did, a fast one is timed over
+ * enough calls to judge it.
  */
-#define AUTO_PROBE_SECONDS 0.001
-
 static run_t calls_per_round(bench_t *b, int impl, size_t count, int *n)
 {
-    int least = (b->opt.iters + AUTO_ROUNDS - 1) / AUTO_ROUNDS, most = AUTO_MAX_ITERS / AUTO_ROUNDS, k = least;
+    int least = (b->opt.iters + BENCH_AUTO_ROUNDS - 1) / BENCH_AUTO_ROUNDS;
+    int most = BENCH_AUTO_MAX_ITERS / BENCH_AUTO_ROUNDS, k = least;
     double mine = 0.0, slowest = 0.0, fits;
     run_t status = warm_up(b, impl, count);
 
-    for (; status == RUN_OK; k *= 2) {
+    while (status == RUN_OK) {
         status = time_many(b, impl, count, k, &mine);
-        MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (slowest * k >= AUTO_PROBE_SECONDS || k >= most)
+        slowest = slowest_of(mine);
+        if (slowest * k >= BENCH_AUTO_PROBE_SECONDS || k >= most)
             break;
+        k = 2 * k < most ? 2 * k : most;
     }
     if (status != RUN_OK)
         return status;
-    fits = AUTO_SECONDS / AUTO_ROUNDS / slowest;
+    fits = BENCH_AUTO_SECONDS / BENCH_AUTO_ROUNDS / slowest;
     *n = fits >= most ? most : fits <= least ? least : (int)fits;
     return RUN_OK;
 }
@@ -414,24 +428,24 @@ static int by_value(const void *a, const void *b)
 /* The rounds of every implementation in res still RUN_OK that takes them: time_us their median. */
 static void time_rounds(bench_t *b, size_t count, result_t *res)
 {
-    double t[IMPL_COUNT][AUTO_ROUNDS];
+    double t[IMPL_COUNT][BENCH_AUTO_ROUNDS];
     int n[IMPL_COUNT];
 
     for (int i = 0; i < IMPL_COUNT; i++)
         if (res[i].status == RUN_OK && in_rounds(b, i))
             res[i].status = calls_per_round(b, i, count, &n[i]);
-    for (int r = 0; r < AUTO_ROUNDS; r++)
+    for (int r = 0; r < BENCH_AUTO_ROUNDS; r++)
         for (int i = 0; i < IMPL_COUNT; i++) {
             double mine = 0.0;
             if (res[i].status != RUN_OK || !in_rounds(b, i))
                 continue;
             res[i].status = time_many(b, i, count, n[i], &mine);
-            MPI_Allreduce(&mine, &t[i][r], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            t[i][r] = slowest_of(mine);
         }
     for (int i = 0; i < IMPL_COUNT; i++)
         if (res[i].status == RUN_OK && in_rounds(b, i)) {
-            qsort(t[i], AUTO_ROUNDS, sizeof t[i][0], by_value);
-            res[i].time_us = t[i][AUTO_ROUNDS / 2] * 1e6;
+            qsort(t[i], BENCH_AUTO_ROUNDS, sizeof t[i][0], by_value);
+            res[i].time_us = t[i][BENCH_AUTO_ROUNDS / 2] * 1e6;
         }
 }
 
@@ -443,7 +457,7 @@ static void time_rounds(bench_t *b, size_t count, result_t *res)
 static result_t measure(bench_t *b, int impl, size_t count)
 {
     result_t r = {RUN_FAILED, 0.0, -1};
-    double seconds = 0.0, slowest;
+    double seconds = 0.0;
 
     if (b->dead[impl])
         return r;
@@ -456,8 +470,7 @@ static result_t measure(bench_t *b, int impl, size_t count)
     if (r.status != RUN_OK || in_rounds(b, impl))
         return r;
     r.status = time_calls(b, impl, count, &seconds);
-    MPI_Allreduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    r.time_us = slowest * 1e6;
+    r.time_us = slowest_of(seconds) * 1e6;
     return r;
 }
 

@@ -299,6 +299,7 @@ hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progre
     if (!p)
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine");
     p->cfg = *cfg;
+    atomic_init(&p->spin_ns, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     if (!n || !(p->slots = calloc(n, sizeof(*p->slots))) || !(p->queue = malloc(sizeof(int) * n)) ||

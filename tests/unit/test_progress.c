@@ -175,11 +175,19 @@ int sched_yield(void)
     return (int)syscall(SYS_sched_yield);
 }
 
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
 /* ---- a rank: its engine, its buffers, its "kernels" ---- */
 
 typedef struct {
     int me, n, first, rounds, nslots, persistent, stall, ahead, shared; /* rounds first .. first + rounds - 1 */
-    int late_ms; /* the first round's kernel starts this late */
+    int late_ms;   /* the first round's kernel starts this late after its submit */
+    int submit_ms; /* the first round is submitted this late */
     atomic_int launched; /* with ahead: calls made, whose kernels the stream thread may run */
     fake_t port;
     atomic_int abort;
@@ -314,16 +322,16 @@ static void *device_main(void *arg)
 
     if (r->ahead && !r->stall)
         pthread_create(&stream, NULL, stream_main, r);
+    if (r->submit_ms)
+        sleep_ms(r->submit_ms);
     for (int round = r->first; round < r->first + r->rounds; round++) {
-        if (round == r->first && r->late_ms) {
-            struct timespec ts = {0, (long)r->late_ms * 1000000L};
-            nanosleep(&ts, NULL);
-        }
         int slot = round % r->nslots;
         hiar_progress_job_t job = job_of(r, slot);
         if ((!r->persistent || round - r->first < r->nslots) &&
             (r->submit_rc = hiar_progress_submit(r->engine, &job, &w)) != HIAR_SUCCESS)
             break;
+        if (round == r->first && r->late_ms)
+            sleep_ms(r->late_ms);
         if (r->ahead)
             atomic_store(&r->launched, round + 1);
         else if (!r->stall && !kernel_round(r, round)) { /* a stalled rank's kernels never come */
@@ -540,19 +548,24 @@ static void test_rounds(int n, int nslots, int how)
  * set (HIAR_YIELD where each rank has its CPUs, 1 ms in the library; 10 s
  * here, past the test) the engines poll without yielding their cores; with
  * none (the start's, and where ranks outnumber CPUs) they yield after
- * HIAR_WAIT_SPINS polls.  The bytes arrive right either way.
+ * HIAR_WAIT_SPINS polls.  With `idle`, both engines wait 200 ms for their
+ * jobs, longer than a spin of 100 ms, and both kernels come 50 ms after the
+ * submits: the new job starts the spin clock again (else the engines would
+ * yield at once).  The bytes arrive right every time.
  */
-static void test_spin(uint64_t spin_ns)
+static void test_spin(uint64_t spin_ns, int idle)
 {
     scenario_t sc = {2, 1, 1, 0, -1, 5000, 0, 0};
     rank_t *ranks = start_ranks(&sc);
     pthread_t dev[2];
     int left = 0, bad = 0, yields;
-    char what[200];
+    char what[240];
 
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         hiar_progress_set_spin(ranks[k].engine, spin_ns);
-    ranks[1].late_ms = 50;
+        ranks[k].submit_ms = idle ? 200 : 0;
+        ranks[k].late_ms = idle || k == 1 ? 50 : 0;
+    }
     atomic_store(&engine_yields, 0);
     for (int k = 0; k < 2; k++)
         pthread_create(&dev[k], NULL, device_main, &ranks[k]);
@@ -562,8 +575,9 @@ static void test_spin(uint64_t spin_ns)
     for (int k = 0; k < 2; k++)
         bad += ranks[k].wrong || ranks[k].timed_out || ranks[k].submit_rc != HIAR_SUCCESS;
     finish(ranks, 2, &left);
-    snprintf(what, sizeof(what), "2 ranks, a kernel 50 ms late, the engines' spin %s: %d yields on their threads "
-             "(expected %s), every byte as sent", spin_ns ? "10 s" : "unset", yields, spin_ns ? "none" : "some");
+    snprintf(what, sizeof(what), "2 ranks, %s, the engines' spin %s: %d yields on their threads (expected %s), "
+             "every byte as sent", idle ? "jobs after 200 ms idle, both kernels 50 ms late" : "a kernel 50 ms late",
+             spin_ns ? (idle ? "100 ms" : "10 s") : "unset", yields, spin_ns ? "none" : "some");
     expect(bad == 0 && left == 0 && (spin_ns ? yields == 0 : yields > 0), what);
 }
 
@@ -937,8 +951,9 @@ int main(int argc, char **argv)
     test_retire(2);
     test_retire(4);
     test_retire_in_flight();
-    test_spin(10000000000ull);
-    test_spin(0);
+    test_spin(10000000000ull, 0);
+    test_spin(0, 0);
+    test_spin(100000000ull, 1);
     test_warm(2, RING, 0, &ladders[0]);
     test_warm(4, RING - 1, 0, &ladders[0]);
     for (size_t l = 1; l < sizeof(ladders) / sizeof(ladders[0]); l++)
