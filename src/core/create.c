@@ -116,21 +116,22 @@ static hiar_result_t host_groups(hiar_comm_t *comm, hiar_host_facts_t *facts)
  * failure is agreed in the group only, so it comes last, after every
  * collective over the whole comm (then all ranks meet in the final agreement).
  */
-static hiar_result_t host_transport(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
+static hiar_result_t host_transport(hiar_comm_t *comm, const hiar_plan_slots_t *slots)
 {
     static const hiar_transport_t *const shm[] = {&hiar_transport_shm};
     hiar_transport_config_t cfg = {0};
 
-    cfg.slot_bytes = limits->shm_slot;
+    cfg.slot_bytes = slots->shm;
     cfg.device = -1;
     return hiar_side_connect(&comm->host, shm, 1, &cfg);
 }
 
 #ifdef HIAR_HAVE_CUDA
-static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *limits)
+static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *limits,
+                                 const hiar_plan_slots_t *slots)
 {
-    hiar_gpu_env_t env = {comm->mpi,        comm->rank,          comm->size,    &comm->params,
-                          limits->ipc_slot, limits->pinned_slot, hiar_run_host, comm,
+    hiar_gpu_env_t env = {comm->mpi,        comm->rank,    comm->size,    &comm->params,
+                          limits->ipc_slot, slots->pinned, hiar_run_host, comm,
                           &comm->abort,     comm->mpi_device.yes};
 
     return hiar_gpu_create(&env, &comm->gpu);
@@ -138,39 +139,43 @@ static hiar_result_t device_side(hiar_comm_t *comm, const hiar_plan_limits_t *li
 #endif
 
 /* Default slots made smaller to fit /dev/shm (plan.c shm_default_slot, pinned_default_slot) are logged. */
-static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const hiar_plan_limits_t *limits)
+static void note_shm_budget(const hiar_comm_t *comm, hiar_plan_input_t in, const hiar_plan_slots_t *slots)
 {
-    hiar_plan_limits_t roomy;
+    hiar_plan_slots_t roomy;
 
     in.shm_free = 0;
-    hiar_plan_limits(&in, &roomy);
-    if (roomy.shm_slot > limits->shm_slot && comm->rank == 0)
+    hiar_plan_slots(&in, &roomy);
+    if (roomy.shm > slots->shm && comm->rank == 0)
         HIAR_INFO(SHM, "host slots of %zu bytes instead of %zu: the least free /dev/shm of the ranks was %zu MB, "
                        "and the slots of a machine's %d ranks take at most a quarter of it",
-                  limits->shm_slot, roomy.shm_slot, comm->shm_free >> 20, comm->machine_ranks);
-    if (roomy.pinned_slot > limits->pinned_slot && comm->rank == 0)
+                  slots->shm, roomy.shm, comm->shm_free >> 20, comm->machine_ranks);
+    if (roomy.pinned > slots->pinned && comm->rank == 0)
         HIAR_INFO(SHM, "pinned-host transport (where it serves): slots of %zu bytes instead of %zu, so that a "
                        "machine's %d ranks take at most half of the %zu MB of /dev/shm free",
-                  limits->pinned_slot, roomy.pinned_slot, comm->machine_ranks, comm->shm_free >> 20);
+                  slots->pinned, roomy.pinned, comm->machine_ranks, comm->shm_free >> 20);
 }
 
 static hiar_result_t comm_setup(hiar_comm_t *comm)
 {
     hiar_plan_input_t in;
     hiar_plan_limits_t limits;
+    hiar_plan_slots_t slots;
     hiar_host_facts_t facts;
 
     HIAR_CHECK(check_params_agree(comm));
     HIAR_CHECK(hiar_net_mpi_device(comm->mpi, (int)hiar_comm_param(comm, HIAR_P_MPI_DEVICE), &comm->mpi_device));
     HIAR_CHECK(host_groups(comm, &facts));
     hiar_comm_plan_input(comm, 0, 0, &in);
-    hiar_plan_limits(&in, &limits); /* slot sizes: parameters and /dev/shm's agreed space, the same for both sides */
-    note_shm_budget(comm, in, &limits);
+    hiar_plan_limits(&in, &limits);
+    hiar_plan_slots(&in, &slots); /* parameters and /dev/shm's agreed space: the same on every rank */
+    note_shm_budget(comm, in, &slots);
 #ifdef HIAR_HAVE_CUDA
-    HIAR_CHECK(device_side(comm, &limits));
+    HIAR_CHECK(device_side(comm, &limits, &slots));
+#else
+    (void)limits;
 #endif
     hiar_comm_set_yield(comm, &facts.cpus); /* after the device side: a progress thread it started counts */
-    return host_transport(comm, &limits);
+    return host_transport(comm, &slots);
 }
 
 /* MPI must be usable: between MPI_Init and MPI_Finalize. */

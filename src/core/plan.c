@@ -88,6 +88,12 @@ static size_t pinned_default_slot(const hiar_plan_input_t *in)
     return slot;
 }
 
+void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out)
+{
+    out->shm = in->slot_bytes ? in->slot_bytes : shm_default_slot(in);
+    out->pinned = in->slot_bytes ? in->slot_bytes : pinned_default_slot(in);
+}
+
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
@@ -96,9 +102,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                   : in->tuned     ? in->tuned_hier_oneshot_max
                                   : HIAR_HIER_ONESHOT_MAX_DEFAULT;
 
-    out->shm_slot = in->slot_bytes ? in->slot_bytes : shm_default_slot(in);
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
-    out->pinned_slot = in->slot_bytes ? in->slot_bytes : pinned_default_slot(in);
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max
                            : in->tuned     ? in->tuned_shm_oneshot_max
                                            : HIAR_SHM_ONESHOT_MAX_DEFAULT;

@@ -125,8 +125,7 @@ typedef struct {
 
 /* The defaults and thresholds of a comm, resolved. */
 typedef struct {
-    size_t shm_slot, ipc_slot;   /* bytes per slot (ipc_slot: of the hierarchical device chunks) */
-    size_t pinned_slot;          /* the pinned-host transport's */
+    size_t ipc_slot;             /* bytes per slot of the hierarchical device chunks */
     size_t shm_oneshot_max;      /* one group of host buffers: one-shot up to this */
     size_t hier_oneshot_max;     /* host buffers over groups: hier-oneshot up to this */
     size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */
@@ -136,6 +135,15 @@ typedef struct {
 } hiar_plan_limits_t;
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);
+
+/* Slot sizes of the transports a comm sets up, resolved once at creation: no call needs them, and their
+ * defaults search /dev/shm's budget (HIAR_SHM_SLOT_FLOOR, HIAR_PINNED_SLOT_FLOOR). */
+typedef struct {
+    size_t shm;    /* the host's shared-memory transport */
+    size_t pinned; /* the pinned-host transport */
+} hiar_plan_slots_t;
+
+void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out);
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
 
 /* The tuning candidate (core/tune_cache.h hiar_tune_dev_t) a device plan is, BUILTIN for none (staged). */

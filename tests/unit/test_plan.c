@@ -978,38 +978,38 @@ Test(plan, shm_slot)
                  {2, 63 * M, 2 * M}, {2, 20 * M, M},     {4, 64 * M, 2 * M}, {4, 63 * M, M},
                  {8, 1 * M, 64 * K}, {1, 8 * M, M}};
     hiar_plan_input_t in = {0};
-    hiar_plan_limits_t l;
+    hiar_plan_slots_t l;
 
     in.nranks = 8;
     in.ngroups = in.host_ngroups = 1;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         in.host_nshards = cases[i].nshards;
         in.shm_free = cases[i].free;
-        hiar_plan_limits(&in, &l);
-        cr_expect_eq(l.shm_slot, cases[i].want, "%d ranks, %zu free: %zu", cases[i].nshards, cases[i].free,
-                     l.shm_slot);
-        cr_expect_leq(l.shm_slot * 2 * (size_t)(cases[i].nshards < 8 ? cases[i].nshards : 8), 16 * M);
+        hiar_plan_slots(&in, &l);
+        cr_expect_eq(l.shm, cases[i].want, "%d ranks, %zu free: %zu", cases[i].nshards, cases[i].free,
+                     l.shm);
+        cr_expect_leq(l.shm * 2 * (size_t)(cases[i].nshards < 8 ? cases[i].nshards : 8), 16 * M);
     }
     for (int n = 1; n <= 16; n++)
-        for (size_t free = 64 * K, last = 0; free <= 512 * M; free = free * 3 / 2, last = l.shm_slot) {
+        for (size_t free = 64 * K, last = 0; free <= 512 * M; free = free * 3 / 2, last = l.shm) {
             in.host_nshards = n;
             in.shm_free = free;
-            hiar_plan_limits(&in, &l);
-            cr_expect(l.shm_slot == HIAR_SHM_SLOT_FLOOR || 2 * (size_t)(n > 1 ? n : 1) * l.shm_slot <= free / 4,
-                      "%d ranks, %zu free: %zu", n, free, l.shm_slot);
-            cr_expect(l.shm_slot >= HIAR_SHM_SLOT_FLOOR && (l.shm_slot & (l.shm_slot - 1)) == 0, "%zu", l.shm_slot);
-            cr_expect_geq(l.shm_slot, last, "%d ranks: less free, smaller slots", n);
+            hiar_plan_slots(&in, &l);
+            cr_expect(l.shm == HIAR_SHM_SLOT_FLOOR || 2 * (size_t)(n > 1 ? n : 1) * l.shm <= free / 4,
+                      "%d ranks, %zu free: %zu", n, free, l.shm);
+            cr_expect(l.shm >= HIAR_SHM_SLOT_FLOOR && (l.shm & (l.shm - 1)) == 0, "%zu", l.shm);
+            cr_expect_geq(l.shm, last, "%d ranks: less free, smaller slots", n);
         }
     /* Groups of 2, 8 ranks on one machine: their four segments share its /dev/shm. */
     in.host_nshards = 2;
     in.machine_ranks = 8;
     in.shm_free = 64 * M;
-    hiar_plan_limits(&in, &l);
-    cr_expect_eq(l.shm_slot, M, "8 ranks of a machine in groups of 2, 64 MB free: %zu", l.shm_slot);
+    hiar_plan_slots(&in, &l);
+    cr_expect_eq(l.shm, M, "8 ranks of a machine in groups of 2, 64 MB free: %zu", l.shm);
     in.slot_bytes = 16 * M;
     in.shm_free = M;
-    hiar_plan_limits(&in, &l);
-    cr_expect_eq(l.shm_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
+    hiar_plan_slots(&in, &l);
+    cr_expect_eq(l.shm, 16 * M, "HIAR_BUFFER_SIZE wins");
 }
 
 
@@ -1029,33 +1029,33 @@ Test(plan, pinned_slot)
                  {2, 40 * M, M},    {4, 256 * M, 4 * M},  {4, 128 * M, M},
                  {4, 64 * M, HIAR_PINNED_SLOT_FLOOR}, {1, 64 * M, 4 * M}};
     hiar_plan_input_t in = {0};
-    hiar_plan_limits_t l;
+    hiar_plan_slots_t l;
 
     in.nranks = 8;
     in.ngroups = in.host_ngroups = 1;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         in.host_nshards = in.machine_ranks = cases[i].ranks;
         in.shm_free = cases[i].free;
-        hiar_plan_limits(&in, &l);
-        cr_expect_eq(l.pinned_slot, cases[i].want, "%d ranks, %zu MB free: %zu", cases[i].ranks, cases[i].free >> 20,
-                     l.pinned_slot);
+        hiar_plan_slots(&in, &l);
+        cr_expect_eq(l.pinned, cases[i].want, "%d ranks, %zu MB free: %zu", cases[i].ranks, cases[i].free >> 20,
+                     l.pinned);
     }
     for (int n = 1; n <= 16; n++)
-        for (size_t free = M, last = 0; free <= 4096 * M; free = free * 3 / 2, last = l.pinned_slot) {
+        for (size_t free = M, last = 0; free <= 4096 * M; free = free * 3 / 2, last = l.pinned) {
             int group = n < 2 ? 2 : n < HIAR_IPC_MAX_GROUP ? n : HIAR_IPC_MAX_GROUP;
             in.host_nshards = in.machine_ranks = n;
             in.shm_free = free;
-            hiar_plan_limits(&in, &l);
-            cr_expect(l.pinned_slot == HIAR_PINNED_SLOT_FLOOR ||
-                          (size_t)n * hiar_ipc_region_bytes(group, l.pinned_slot) <= free / 2,
-                      "%d ranks, %zu free: %zu", n, free, l.pinned_slot);
-            cr_expect(l.pinned_slot >= HIAR_PINNED_SLOT_FLOOR && l.pinned_slot <= HIAR_PINNED_SLOT_DEFAULT &&
-                          (l.pinned_slot & (l.pinned_slot - 1)) == 0, "%zu", l.pinned_slot);
-            cr_expect_geq(l.pinned_slot, last, "%d ranks: more free, no smaller slots", n);
+            hiar_plan_slots(&in, &l);
+            cr_expect(l.pinned == HIAR_PINNED_SLOT_FLOOR ||
+                          (size_t)n * hiar_ipc_region_bytes(group, l.pinned) <= free / 2,
+                      "%d ranks, %zu free: %zu", n, free, l.pinned);
+            cr_expect(l.pinned >= HIAR_PINNED_SLOT_FLOOR && l.pinned <= HIAR_PINNED_SLOT_DEFAULT &&
+                          (l.pinned & (l.pinned - 1)) == 0, "%zu", l.pinned);
+            cr_expect_geq(l.pinned, last, "%d ranks: more free, no smaller slots", n);
         }
     in.slot_bytes = 16 * M;
     in.shm_free = M;
-    hiar_plan_limits(&in, &l);
-    cr_expect_eq(l.pinned_slot, 16 * M, "HIAR_BUFFER_SIZE wins");
+    hiar_plan_slots(&in, &l);
+    cr_expect_eq(l.pinned, 16 * M, "HIAR_BUFFER_SIZE wins");
 }
 #endif
