@@ -38,7 +38,13 @@
 #include "cuda/api.h"
 #endif
 
-/* Issue 17 adds HIAR_MPI_DEVICE here; for now the MPI's own answer. */
+/*
+ * The MPI's own answer, not hiar's HIAR_MPI_DEVICE (net/mpidev.c): what is
+ * forwarded here is a collective, and Open MPI over a CUDA UCX (which that
+ * check counts as taking device pointers) moves device buffers point to
+ * point only; its collectives read them as host memory and crash
+ * (../shared/research/cuda-aware-mpi.md).
+ */
 int pmpi_mpi_takes_device(void)
 {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
