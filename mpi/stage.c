@@ -42,8 +42,7 @@
  * The MPI's own answer, not hiar's HIAR_MPI_DEVICE (net/mpidev.c): what is
  * forwarded here is a collective, and Open MPI over a CUDA UCX (which that
  * check counts as taking device pointers) moves device buffers point to
- * point only; its collectives read them as host memory and crash
- * (../shared/research/cuda-aware-mpi.md).
+ * point only; its collectives read them as host memory and crash.
  */
 int pmpi_mpi_takes_device(void)
 {
