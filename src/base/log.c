@@ -84,6 +84,8 @@ static void expand_file_name(const char *pattern, char *out, size_t size)
     out[n] = '\0';
 }
 
+atomic_int hiar_log_ceiling = HIAR_LOG_TRACE;
+
 /* hiar_log_enabled once log_state is set (in log_init too). */
 static int enabled_now(int level, hiar_log_subsys_t sub)
 {
@@ -99,6 +101,7 @@ static void log_init(void)
     gethostname(log_state.host, sizeof(log_state.host) - 1);
     hiar_param_env(HIAR_P_DEBUG, &level); /* an invalid value: hiar_comm_create warns of it */
     log_state.level = (int)level;
+    atomic_store_explicit(&hiar_log_ceiling, log_state.level, memory_order_relaxed);
     log_state.subsys_mask = parse_subsys(subsys ? subsys : "ALL");
     log_state.file = stderr;
     if (file && *file) {

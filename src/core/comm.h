@@ -26,6 +26,14 @@ struct hiar_comm {
     size_t shm_free;              /* the least free bytes of /dev/shm over the ranks at creation; 0: not known */
     uint64_t spin_ns;             /* how long a call's waits spin before they yield (HIAR_YIELD: core/yield.c) */
     char yield_why[256];
+    /* The last host-buffer call's plan (core/allreduce.c plan): once the comm is made, a host call's plan
+     * depends on its size alone, and programs repeat their sizes.  Anything that changes the plan's inputs
+     * after creation must clear it. */
+    struct {
+        size_t bytes;
+        int valid, nshards;
+        hiar_plan_t plan;
+    } last_host_plan;
 
     atomic_int busy;      /* a call is running on this comm */
     atomic_int abort;     /* hiar_comm_abort asks running waits to stop */
