@@ -20,11 +20,10 @@ static void describe_paths(const hiar_comm_t *comm, FILE *out)
     const hiar_tier_t *t = &comm->host.tier;
     hiar_plan_input_t in;
     hiar_plan_limits_t l;
-    hiar_plan_slots_t s;
+    size_t slot = comm->host.tp ? comm->host.tp->max_bytes(comm->host.state) : 0; /* the segment's, as run.c cuts */
 
     hiar_comm_plan_input(comm, 0, 0, &in);
     hiar_plan_limits(&in, &l);
-    hiar_plan_slots(&in, &s);
     if (hiar_comm_param(comm, HIAR_P_ALGO) == HIAR_ALGO_MPI)
         EMIT(out, "  paths: mpi (HIAR_ALGO=mpi)");
     else if (t->groups.ngroups == comm->size && comm->size > 1)
@@ -32,10 +31,10 @@ static void describe_paths(const hiar_comm_t *comm, FILE *out)
     else if (t->groups.ngroups > 1)
         EMIT(out, "  paths: hier-oneshot up to %zu bytes, then hier (reduce-scatter in groups, MPI on %d "
                   "shards, all-gather), chunks of %zu bytes",
-             l.hier_oneshot_max, t->nshards, s.shm);
+             l.hier_oneshot_max, t->nshards, slot);
     else
         EMIT(out, "  host paths: oneshot up to %zu bytes, then twoshot, chunks of %zu bytes", l.shm_oneshot_max,
-             s.shm);
+             slot);
 }
 
 /* The measured table: us per call, max over ranks; '*' marks the candidate the chosen limit takes at each size. */
@@ -139,14 +138,12 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
 {
     hiar_plan_input_t in;
     hiar_plan_limits_t l;
-    hiar_plan_slots_t s;
 
     hiar_comm_plan_input(comm, 1, 0, &in);
     hiar_plan_limits(&in, &l);
-    hiar_plan_slots(&in, &s);
-    if (in.ngroups == 1 && in.ipc)
+    if (in.ngroups == 1 && in.ipc) /* the group's kernels' slot, as set up (core/gpu.c hier_slot) */
         EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes%s",
-             l.ipc_ll_max, l.ipc_push_max, in.pinned ? s.pinned : l.ipc_slot,
+             l.ipc_ll_max, l.ipc_push_max, (size_t)comm->gpu->hier_slot,
              in.pinned ? " (the kernels over pinned host memory)" : "");
     else if (in.ngroups == in.nranks && in.nranks > 1)
         EMIT(out, "  device paths: staged mpi (every rank alone)");

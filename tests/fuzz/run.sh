@@ -71,9 +71,14 @@ for t in $targets; do
     fi
     echo "== $t: ${seconds} s from the seeds in tests/fuzz/corpus/$corpus"
     mkdir -p "$work/corpus-$corpus"
-    if "$work/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    # Files a target writes go in a folder of its own, removed after it even where it stopped on a finding.
+    tdir=$(mktemp -d "${TMPDIR:-/tmp}/hiar-$t.XXXXXX")
+    TMPDIR=$tdir "$work/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -dict="$work/$t.dict" -artifact_prefix="$work/crash-$t-" \
-        "$work/corpus-$corpus" "$src/tests/fuzz/corpus/$corpus" >"$work/$t.log" 2>&1; then
+        "$work/corpus-$corpus" "$src/tests/fuzz/corpus/$corpus" >"$work/$t.log" 2>&1
+    rc=$?
+    rm -rf "$tdir"
+    if [ $rc -eq 0 ]; then
         echo "PASS: $t ($(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.log" | grep -o '[0-9]*$') runs)"
         pass=$((pass + 1))
     else
