@@ -133,7 +133,7 @@ static int norm_fuses(const hiar_comm_t *comm, const hiar_call_t *c)
 
 hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
 {
-    hiar_call_t sum = *c;
+    hiar_call_t sum;
     int fused = c->norm && norm_fuses(comm, c);
 
     HIAR_TRACE(CALL, "allreduce %zu x %s %s on %s buffers: %s%s", c->count, hiar_dtype_name(c->dtype),
@@ -141,6 +141,7 @@ hiar_result_t hiar_run(hiar_comm_t *comm, const hiar_call_t *c)
                !c->norm ? "" : fused ? ", RMSNorm fused" : ", then RMSNorm");
     if (!c->norm || fused)
         return run_sum(comm, c);
+    sum = *c; /* the call without its norm: the sum first, then the norm step */
     sum.norm = NULL;
     HIAR_CHECK(run_sum(comm, &sum));
 #ifdef HIAR_HAVE_CUDA
