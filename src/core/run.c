@@ -54,6 +54,8 @@ hiar_result_t hiar_run_host(void *arg, const hiar_call_t *c)
     if (c->plan.alg == HIAR_ALG_MPI)
         return run_mpi(comm, c);
     chunk = comm->host.tp->max_bytes(comm->host.state) / c->esize;
+    if (c->count <= chunk)
+        return run_chunk(comm, c); /* one chunk: no slice to copy */
     for (size_t off = 0; off < c->count; off += chunk) {
         hiar_call_t piece = hiar_call_slice(c, off, c->count - off < chunk ? c->count - off : chunk);
         HIAR_CHECK(run_chunk(comm, &piece));
