@@ -374,12 +374,15 @@ static void print_info(const bench_t *b)
             o->graph ? "CUDA graph of ITERS calls" : "eager", hiar_dtype_name(o->dtype),
             hiar_op_name(o->op), o->inplace ? "in-place" : "out-of-place");
     /* Auto does not apply to --overlap's, --train's and --decode's timings: those take the plain count. */
-    if (o->iters_auto && !o->overlap && !o->train && !o->decode)
-        fprintf(b->info, "# iterations auto (eager: as many as take about %.0f ms a size, %d to %d in %d rounds; "
-                         "graphs of %d replayed for about %.0f ms), warmup %d, check %s\n", BENCH_AUTO_SECONDS * 1e3,
-                o->iters, BENCH_AUTO_MAX_ITERS, BENCH_AUTO_ROUNDS, o->iters, BENCH_AUTO_SECONDS * 1e3, o->warmup,
-                o->check ? "on" : "off");
-    else
+    if (o->iters_auto && !o->overlap && !o->train && !o->decode) {
+        char graphs[80] = "";
+        if (o->graph)
+            snprintf(graphs, sizeof(graphs), "; graphs of %d replayed for about %.0f ms", o->iters,
+                     BENCH_AUTO_SECONDS * 1e3);
+        fprintf(b->info, "# iterations auto (eager: as many as take about %.0f ms a size, %d to %d in %d rounds%s), "
+                         "warmup %d, check %s\n", BENCH_AUTO_SECONDS * 1e3, o->iters, BENCH_AUTO_MAX_ITERS,
+                BENCH_AUTO_ROUNDS, graphs, o->warmup, o->check ? "on" : "off");
+    } else
         fprintf(b->info, "# iterations %d, warmup %d, check %s\n", o->iters, o->warmup, o->check ? "on" : "off");
     if (has(b, IMPL_NCCL_SYM))
         fprintf(b->info, "# nccl-sym: buffers of its own from ncclMemAlloc, symmetric windows "
