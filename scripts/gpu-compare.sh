@@ -21,7 +21,8 @@ build before "$before" >"$out/build-before.log" 2>&1 &
 build after "$after" >"$out/build-after.log" 2>&1 &
 wait
 for v in before after; do
-    [ -x "$work/$v"/hiar-*/tests/gpu/test_gpu ] || { echo "$v did not build"; tail -20 "$out/build-$v.log"; exit 1; }
+    built=$(ls "$work/$v"/hiar-*/tests/gpu/test_gpu 2>/dev/null | head -n 1) # one tarball a folder
+    [ -n "$built" ] && [ -x "$built" ] || { echo "$v did not build"; tail -20 "$out/build-$v.log"; exit 1; }
 done
 mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
 nvidia-cuda-mps-control -d
