@@ -263,17 +263,9 @@ static void progress_all(void)
  */
 static void idle(uint64_t *since)
 {
-    unsigned long long spin = pmpi_spin_ns();
-    uint64_t now;
-
-    if (!spin) {
-        sched_yield();
-        return;
-    }
-    now = hiar_now_ns();
     if (!*since)
-        *since = now;
-    else if (now - *since > spin)
+        *since = hiar_now_ns();
+    if (hiar_wait_spun(*since, pmpi_spin_ns()))
         sched_yield();
 }
 

@@ -55,6 +55,18 @@ static inline uint64_t hiar_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Whether a wait that has spun since since_ns (its start, or its last
+ * progress) yields the core now: at once where spin_ns is 0 (the comm's
+ * waits yield soon), else once spin_ns has passed.  For waits without a
+ * deadline (the progress thread, the preload's MPI waits); hiar_wait_poll
+ * keeps its own clock.
+ */
+static inline int hiar_wait_spun(uint64_t since_ns, uint64_t spin_ns)
+{
+    return !spin_ns || hiar_now_ns() - since_ns > spin_ns;
+}
+
 static inline hiar_wait_t hiar_wait_begin(int timeout_ms, const atomic_int *abort, const char *what)
 {
     hiar_wait_t w = {0, 0, 0, timeout_ms, 0, abort, 0, what};

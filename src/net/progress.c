@@ -234,9 +234,7 @@ void hiar_progress_set_spin(hiar_progress_t *p, uint64_t spin_ns)
 /* Whether a poll that found nothing to move, `polls` of them since `last` moved, yields the core. */
 static int yields_now(hiar_progress_t *p, unsigned polls, uint64_t last)
 {
-    uint64_t spin = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
-
-    return polls > HIAR_WAIT_SPINS && (!spin || hiar_now_ns() - last > spin);
+    return polls > HIAR_WAIT_SPINS && hiar_wait_spun(last, atomic_load_explicit(&p->spin_ns, memory_order_relaxed));
 }
 
 static void nap(void)
