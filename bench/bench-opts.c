@@ -60,9 +60,9 @@ void bench_usage(FILE *out)
             "               bfloat16 with --train)\n"
             "  -o OP        sum prod min max avg (default %s)\n"
             "  -n ITERS     timed calls per size and implementation, or auto: eager calls\n"
-            "               for about %.0f ms a size (20 to %d calls, as many on every\n"
+            "               for about %.0f ms a size (%d to %d calls, as many on every\n"
             "               rank, in %d rounds of the implementations in turn), --graph's\n"
-            "               graph of 20 calls replayed for about %.0f ms, 20 elsewhere\n"
+            "               graph of %d calls replayed for about %.0f ms, %d elsewhere\n"
             "               (--overlap, --train, --decode) (default %s)\n"
             "  -w WARMUP    untimed calls before them (default %s)\n"
             "  -m MODE      host or device buffers (default: device when built with CUDA\n"
@@ -120,7 +120,8 @@ void bench_usage(FILE *out)
             "Time is the max over ranks of the per-rank mean; busbw = algbw * 2(n-1)/n.\n"
             "Exit status: 0 results right, 1 a wrong result or a failed call, 2 bad usage.\n",
             default_of('b'), default_of('e'), default_of('f'), default_of('d'), default_of('o'),
-            BENCH_AUTO_SECONDS * 1e3, BENCH_AUTO_MAX_ITERS, BENCH_AUTO_ROUNDS, BENCH_AUTO_SECONDS * 1e3,
+            BENCH_AUTO_SECONDS * 1e3, BENCH_AUTO_MIN_ITERS, BENCH_AUTO_MAX_ITERS, BENCH_AUTO_ROUNDS,
+            BENCH_AUTO_MIN_ITERS, BENCH_AUTO_SECONDS * 1e3, BENCH_AUTO_MIN_ITERS,
             default_of('n'), default_of('w'), default_of(OPT_TOKENS), default_of(OPT_HIDDEN),
             default_of(OPT_LAYERS), default_of(OPT_BUCKETS), default_of(OPT_BUCKET_BYTES),
             default_of(OPT_COMPUTE_SMS));
@@ -267,7 +268,7 @@ static int set_option(options_t *o, int opt, const char *arg, char *err)
     case 'n':
         o->iters_auto = strcmp(arg, "auto") == 0;
         if (o->iters_auto) {
-            o->iters = 20; /* the floor, and the count where auto does not apply */
+            o->iters = BENCH_AUTO_MIN_ITERS;
             return 0;
         }
         /* fall through */

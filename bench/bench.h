@@ -50,6 +50,8 @@ typedef enum { MODE_AUTO, MODE_HOST, MODE_DEVICE } bench_mode_t;
 /* -n auto (hiar-bench.c): eager calls in rounds of the implementations in turn, for about this long a size
  * in all, at most this many calls; graphs replayed back to back for as long, at most this many times. */
 #define BENCH_AUTO_SECONDS 0.02
+/* ... and at least this many calls, the count -n auto takes where it does not apply (nccl-tests' default) */
+#define BENCH_AUTO_MIN_ITERS 20
 #define BENCH_AUTO_ROUNDS 5
 #define BENCH_AUTO_MAX_ITERS 10000
 #define BENCH_AUTO_MAX_REPLAYS 500

@@ -269,11 +269,11 @@ HIAR_API hiar_result_t hiar_allreduce(const void *sendbuf, void *recvbuf, size_t
  * kind as input.  Device buffers in one group with CUDA IPC (or pinned host
  * memory) take one kernel: up to the one-shot limit (HIAR_ONESHOT_MAX, else
  * the 512 KB packet area on any number of ranks; 16 KB over pinned host
- * memory) with hidden x the element size a multiple of 16 bytes, each row reduced, added, normalised and
- * written once; above it (while the rows fit a slot, HIAR_BUFFER_SIZE / 3;
- * not where the plan takes pull: HIAR_ALGO=pull or tuning's choice), each
- * rank reduces and normalises the rows it owns and sends r and the row's
- * scale to the others.
+ * memory) with hidden x the element size a multiple of 16 bytes, each row
+ * reduced, added, normalised and written once; above it (while the rows
+ * fit a slot, HIAR_BUFFER_SIZE / 3; not where the plan takes pull:
+ * HIAR_ALGO=pull or tuning's choice), each rank reduces and normalises the
+ * rows it owns and sends r and the row's scale to the others.
  * Elsewhere the call is hiar_allreduce into out followed by a norm kernel on
  * the stream (host buffers: a host loop), with the same result.
  */

@@ -55,14 +55,21 @@ static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm)
     return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
 }
 
+/* The most ranks whose segments share one machine's /dev/shm (at least 1). */
+static int ranks_sharing_shm(const hiar_plan_input_t *in)
+{
+    int most = in->machine_ranks > in->host_nshards ? in->machine_ranks : in->host_nshards;
+
+    return most > 1 ? most : 1;
+}
+
 /* The host slot without HIAR_BUFFER_SIZE: by the largest group's ranks, within the /dev/shm budget. */
 static size_t shm_default_slot(const hiar_plan_input_t *in)
 {
     size_t slot = in->host_nshards <= 2 ? HIAR_SHM_SLOT_MAX
                   : in->host_nshards <= 4 ? HIAR_SHM_SLOT_MAX / 2
                                           : HIAR_SHM_SLOT_MIN;
-    int most = in->machine_ranks > in->host_nshards ? in->machine_ranks : in->host_nshards;
-    size_t ranks = most > 1 ? (size_t)most : 1;
+    size_t ranks = (size_t)ranks_sharing_shm(in);
 
     /* A group's segment holds two slots per rank (shm.c); the groups of a machine share its /dev/shm. */
     while (in->shm_free && slot > HIAR_SHM_SLOT_FLOOR && 2 * ranks * slot > in->shm_free / 4)
@@ -75,8 +82,8 @@ static size_t pinned_default_slot(const hiar_plan_input_t *in)
 {
     size_t slot = HIAR_PINNED_SLOT_DEFAULT;
 #ifdef HIAR_HAVE_CUDA
-    int most = in->machine_ranks > in->host_nshards ? in->machine_ranks : in->host_nshards;
-    size_t ranks = most > 1 ? (size_t)most : 1;
+    int most = ranks_sharing_shm(in);
+    size_t ranks = (size_t)most;
     /* A group's regions grow with its ranks (LL packets per sender); a machine's groups have at most `most`. */
     int group = most < 2 ? 2 : most < HIAR_IPC_MAX_GROUP ? most : HIAR_IPC_MAX_GROUP;
 

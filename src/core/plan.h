@@ -52,8 +52,9 @@
 /*
  * ... and at most half the least free /dev/shm of the comm's ranks at
  * creation with the regions of every rank of a machine (the host slots take
- * at most a quarter), halved as far as this; below it the transport is not
- * set up and device buffers are staged, with a WARN naming /dev/shm.  In a
+ * at most a quarter), halved as far as this; where even this does not fit,
+ * the segment cannot be reserved, and device buffers are staged, with a
+ * WARN naming /dev/shm.  In a
  * container's 64 MB, 2 ranks took 41 MB at the default (plus 16 MB of host
  * slots and MPI's own segments: no room), and take 25 MB at 2 MB slots.
  */

@@ -30,7 +30,7 @@ static int threads_per_rank(const hiar_comm_t *comm)
 void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
 {
     int mode = (int)hiar_comm_param(comm, HIAR_P_YIELD), launched = hiar_topo_launcher_local_ranks();
-    int threads = threads_per_rank(comm);
+    int threads = threads_per_rank(comm), ranks = launched > m->ranks ? launched : m->ranks;
     int soon = mode == HIAR_YIELD_AUTO ? hiar_topo_cpus_outnumbered(m, launched, threads) : mode == HIAR_YIELD_SOON;
     char who[128];
 
@@ -43,8 +43,7 @@ void hiar_comm_set_yield(hiar_comm_t *comm, const hiar_topo_machine_cpus_t *m)
         snprintf(who, sizeof(who), "%d rank%s of this machine here, each pinned to a CPU of its own", m->ranks,
                  m->ranks == 1 ? "" : "s");
     else
-        snprintf(who, sizeof(who), "%d rank%s of this machine (%d here) on %d CPUs",
-                 launched > m->ranks ? launched : m->ranks, (launched > m->ranks ? launched : m->ranks) == 1 ? "" : "s",
+        snprintf(who, sizeof(who), "%d rank%s of this machine (%d here) on %d CPUs", ranks, ranks == 1 ? "" : "s",
                  m->ranks, m->cpus);
     snprintf(comm->yield_why, sizeof(comm->yield_why), "%s (%s%s%s)",
              soon ? "spin 256 polls, then yield the core at every poll" : "spin 1 ms, then yield the core too",
