@@ -464,10 +464,7 @@ static void test_retire_in_flight(void)
     hand_over(&ranks[0], 0, 0, 0);
     ok &= taken(&ranks[0].flags[0][0].ready);
     hiar_progress_retire(ranks[0].engine, 0);
-    for (int i = 0; i < 50; i++) { /* 50 ms: the piece still out, the slot taken */
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
+    sleep_ms(50); /* the piece still out, the slot taken */
     ok &= !hiar_progress_slot_free(ranks[0].engine, 0) && hiar_progress_slot_leaving(ranks[0].engine, 0);
     ok &= !hiar_progress_slot_leaving(ranks[1].engine, 0); /* not retired there */
     hand_over(&ranks[1], 0, 0, 0);
