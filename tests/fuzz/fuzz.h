@@ -1,4 +1,4 @@
-/* What the libFuzzer targets share: an invariant check that stops the run. */
+/* What the libFuzzer targets share: an invariant check that stops the run, a folder of their own. */
 #ifndef HIAR_FUZZ_H
 #define HIAR_FUZZ_H
 
@@ -15,5 +15,17 @@
             abort();                                                                       \
         }                                                                                  \
     } while (0)
+
+/* A fresh folder of this target's under TMPDIR (else /tmp), "prefix-XXXXXX", into dir; exits where it cannot. */
+static inline void fuzz_make_dir(const char *prefix, char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(dir, len, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
 
 #endif

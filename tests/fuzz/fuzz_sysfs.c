@@ -56,15 +56,9 @@ static void remove_base(void);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *tmp = getenv("TMPDIR");
-
     (void)argc;
     (void)argv;
-    snprintf(base, sizeof(base), "%s/fuzz-sysfs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(base)) {
-        perror("mkdtemp");
-        exit(1);
-    }
+    fuzz_make_dir("fuzz-sysfs", base, sizeof(base));
     atexit(remove_base);
     return 0;
 }

@@ -43,15 +43,9 @@ static void remove_dir(void)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    const char *tmp = getenv("TMPDIR");
-
     (void)argc;
     (void)argv;
-    snprintf(dir, sizeof(dir), "%s/fuzz-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        exit(1);
-    }
+    fuzz_make_dir("fuzz-tune", dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/cache.txt", dir);
     snprintf(again, sizeof(again), "%s/again.txt", dir);
     atexit(remove_dir);
