@@ -159,21 +159,21 @@ norm_part() {
     run tests $m2 ./tests/mpi/test_rmsnorm --device
     run tests $m2 ./tests/mpi/test_rmsnorm --graph --rounds=3
     run tests $m4 ./tests/mpi/test_rmsnorm --graph
-    run tests $m2 -x HIAR_CLUSTERS=1 ./tests/mpi/test_rmsnorm --graph --rounds=3
-    run tests $m4 -x HIAR_CLUSTERS=1 ./tests/mpi/test_rmsnorm --graph
+    run tests $m2 -x HIAR_CLUSTERS=0 ./tests/mpi/test_rmsnorm --graph --rounds=3
+    run tests $m4 -x HIAR_CLUSTERS=0 ./tests/mpi/test_rmsnorm --graph
     run tests $m4 -x HIAR_GROUPS="0,1|2,3" ./tests/mpi/test_rmsnorm --graph
     run tests $m4 -x HIAR_GROUPS="0,1|2,3" -x HIAR_BETWEEN=mpi ./tests/mpi/test_rmsnorm --device
     run tests $m2 -x HIAR_PINNED=1 ./tests/mpi/test_rmsnorm --graph
     run tests $m2 ./tests/gpu/test_gpu --quick
     run bench-decode $m2 $bench --impl hiar --decode -n 200 -w 20
     run bench-decode $m4 $bench --impl hiar --decode -n 200 -w 20
-    run bench-decode $m2 -x HIAR_CLUSTERS=1 $bench --impl hiar --decode --tokens 1,4,16 -n 200 -w 20
-    run bench-decode $m4 -x HIAR_CLUSTERS=1 $bench --impl hiar --decode --tokens 1,4,16 -n 200 -w 20
+    run bench-decode $m2 -x HIAR_CLUSTERS=0 $bench --impl hiar --decode --tokens 1,4,16 -n 200 -w 20
+    run bench-decode $m4 -x HIAR_CLUSTERS=0 $bench --impl hiar --decode --tokens 1,4,16 -n 200 -w 20
     mps_stop
     local san="$mpi -np 2 -x HIAR_PDL=0 compute-sanitizer"
     run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
     run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
-    san="$mpi -np 2 -x HIAR_PDL=0 -x HIAR_CLUSTERS=1 compute-sanitizer"
+    san="$mpi -np 2 -x HIAR_PDL=0 -x HIAR_CLUSTERS=0 compute-sanitizer"
     run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,4 -n 1 -w 0 --layers 1
     run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,4 -n 1 -w 0 --layers 1
 }
