@@ -4,15 +4,18 @@
 #
 # runs COMMAND, at most SECONDS, into $out/NAME.log under a "== COMMAND"
 # line (also in $out/summary.txt), then appends to the summary what
-# `FILTER LOG` prints (each script's own choice of lines) and the exit
-# status.  Returns COMMAND's status.
+# `FILTER FILE` prints of this command's output alone (each script's own
+# choice of lines: several commands share a log) and the exit status.
+# Returns COMMAND's status.
 gpu_run() {
-    local name=$1 secs=$2 filter=$3 rc
+    local name=$1 secs=$2 filter=$3 rc step=$out/.step.log
     shift 3
     echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout "$secs" "$@" >>"$out/$name.log" 2>&1
+    timeout "$secs" "$@" >"$step" 2>&1
     rc=$?
-    "$filter" "$out/$name.log" | tee -a "$out/summary.txt"
+    cat "$step" >>"$out/$name.log"
+    "$filter" "$step" | tee -a "$out/summary.txt"
+    rm -f "$step"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
     return $rc
 }
