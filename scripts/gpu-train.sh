@@ -25,7 +25,7 @@ mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 . "$(dirname "$0")/gpu-lib.sh"
-# The last run's table (from its '== ' line on): '# train:', the column names, a row per implementation, n/a reasons.
+# A run's table: '# train:', the column names, a row per implementation, n/a reasons.
 table() { grep -E '^# train:|^# +impl|^ *(hiar|mpi|nccl) |n/a:|hiar-bench:' "$1"; }
 run() { # log name, then the command
     gpu_run "$1" 200 table "${@:2}"
