@@ -35,8 +35,8 @@
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
  * In thread-block clusters (sm_90, HIAR_CLUSTERS=1, the default): the
  * trade is stores into the other blocks' shared memory and a cluster
- * barrier, not round trips through L2,
- * so a call of up to NORM_CLUSTER_ROWS rows is cut as the plain LL kernel
+ * barrier, not round trips through L2, so a call of up to
+ * NORM_CLUSTER_ROWS rows is cut as the plain LL kernel
  * cuts a message, in blocks of 128 packets (at most 8 slices, the portable
  * cluster size): the push and the gather of a 1-4 token step spread over
  * 4-8 SMs instead of 1-2, where 16 warps of one block queued behind each

@@ -6,16 +6,16 @@
 # line (also in $out/summary.txt), then appends to the summary what
 # `FILTER FILE` prints of this command's output alone (each script's own
 # choice of lines: several commands share a log) and the exit status.
-# Returns COMMAND's status.
+# Returns COMMAND's status.  The log is written as the command runs, so a
+# command cut off by an outer bound leaves what it printed.
 gpu_run() {
-    local name=$1 secs=$2 filter=$3 rc step=$out/.step.log
+    local log=$out/$1.log secs=$2 filter=$3 rc start
     shift 3
-    echo "== $*" | tee -a "$out/summary.txt" >>"$out/$name.log"
-    timeout "$secs" "$@" >"$step" 2>&1
+    echo "== $*" | tee -a "$out/summary.txt" >>"$log"
+    start=$(stat -c %s "$log")
+    timeout "$secs" "$@" >>"$log" 2>&1
     rc=$?
-    cat "$step" >>"$out/$name.log"
-    "$filter" "$step" | tee -a "$out/summary.txt"
-    rm -f "$step"
+    "$filter" <(tail -c +$((start + 1)) "$log") | tee -a "$out/summary.txt"
     echo "-> exit $rc" | tee -a "$out/summary.txt"
     return $rc
 }

@@ -15,6 +15,7 @@
 set -u
 out=${1:-gpu-logs}
 parts=${2:-all}
+case $parts in all | osu) ;; *) echo "usage: $0 [OUT] [all|osu]" >&2; exit 2 ;; esac
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HIAR_TIMEOUT_MS=${HIAR_TIMEOUT_MS:-20000}
 lib=$PWD/.libs/libhiar_mpi.so
@@ -57,13 +58,21 @@ if [ -n "${OSU_TAR:-}" ]; then
     # OSU 7.0-7.4 call cudaMemPrefetchAsync as before CUDA 13, which takes a cudaMemLocation and flags.
     sed -i 's|cudaMemPrefetchAsync(buf, length, devid, um_stream)|cudaMemPrefetchAsync(buf, length, (struct cudaMemLocation){.type = devid == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, .id = devid}, 0, um_stream)|' \
         "$osu/c/util/osu_util_mpi.c"
+    # The two programs alone (7.4 keeps them in blocking/ and non_blocking/, 7.0 in collective/).
+    coll=$osu/c/mpi/collective
+    if [ -d "$coll/blocking" ]; then
+        targets="make -C $coll/blocking osu_allreduce && make -C $coll/non_blocking osu_iallreduce"
+    else
+        targets="make -C $coll osu_allreduce osu_iallreduce"
+    fi
     (cd "$osu" && export PATH=/usr/local/cuda/bin:$PATH && CC=mpicc CXX=mpicxx ./configure --enable-cuda \
-        --with-cuda=/usr/local/cuda && make -j16 -C c/mpi/collective) >"$out/osu-build.log" 2>&1 ||
+        --with-cuda=/usr/local/cuda && eval "$targets") >"$out/osu-build.log" 2>&1 ||
         echo "OSU build failed: $out/osu-build.log" | tee -a "$out/summary.txt"
     types=("")
     grep -q mpi_float "$osu/c/util/osu_util_options.h" 2>/dev/null && types=("-T mpi_float" "-T mpi_int")
     for t in osu_allreduce osu_iallreduce; do
-        bin=$(find "$osu/c/mpi/collective" -name $t -type f -perm -u+x | head -n 1)
+        bin=$(find "$coll" -name $t -type f -perm -u+x | head -n 1)
+        [ -n "$bin" ] || { echo "$t was not built" | tee -a "$out/summary.txt"; continue; }
         for type in "${types[@]}"; do
             # shellcheck disable=SC2086
             {

@@ -171,8 +171,8 @@ norm_part() {
     run bench-decode $m4 -x HIAR_CLUSTERS=0 $bench --impl hiar --decode --tokens 1,4,16 -n 200 -w 20
     mps_stop
     local san="$mpi -np 2 -x HIAR_PDL=0 compute-sanitizer"
-    run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
-    run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,17,300 --hidden 4096 -n 1 -w 0 --layers 1
+    run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,4,17,300 --hidden 4096 -n 1 -w 0 --layers 1
+    run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,4,17,300 --hidden 4096 -n 1 -w 0 --layers 1
     san="$mpi -np 2 -x HIAR_PDL=0 -x HIAR_CLUSTERS=0 compute-sanitizer"
     run sanitizer $san --tool memcheck $bench --impl hiar --decode --tokens 1,4 -n 1 -w 0 --layers 1
     run sanitizer $san --tool racecheck $bench --impl hiar --decode --tokens 1,4 -n 1 -w 0 --layers 1

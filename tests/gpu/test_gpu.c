@@ -750,7 +750,8 @@ static hiar_result_t stalled_call(float *buf, const float *weight, size_t count,
 /*
  * A stalled peer in a call of count floats (1024: the latency paths; 1 << 20: the two-shot and bandwidth paths;
  * with hidden, the fused norm's LL kernel, whose blocks of a row trade partial sums: 1 x 4096 floats is a row cut
- * in 8 slices, a thread-block cluster where the GPU has them (HIAR_CLUSTERS=1, the default), or with HIAR_CLUSTERS=0 in 2).
+ * in 8 slices, a thread-block cluster where the GPU has them (HIAR_CLUSTERS=1, the default), or with HIAR_CLUSTERS=0 in
+ * 2 slices of data-only packets at 2 ranks, 4 of flagged ones at more).
  */
 static void timeout(const char *settings, size_t count, size_t hidden)
 {
