@@ -101,6 +101,11 @@ void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out)
     out->pinned = in->slot_bytes ? in->slot_bytes : pinned_default_slot(in);
 }
 
+size_t hiar_shm_oneshot_default(int nranks)
+{
+    return HIAR_SHM_ONESHOT_BUDGET / (size_t)(nranks > 1 ? nranks : 1);
+}
+
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
 {
     size_t fits = HIAR_MPI_SCRATCH_BYTES / ((size_t)in->host_nshards + 1);
@@ -112,7 +117,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
     out->ipc_slot = in->device_slot ? in->device_slot : in->slot_bytes ? in->slot_bytes : HIAR_IPC_SLOT_DEFAULT;
     out->shm_oneshot_max = in->oneshot_max ? in->oneshot_max
                            : in->tuned     ? in->tuned_shm_oneshot_max
-                                           : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+                                           : hiar_shm_oneshot_default(in->nranks);
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
     out->ipc_ll_max = ll_limit(in, in->nranks, in->norm);

@@ -11,8 +11,17 @@
 
 #include "base/call.h"
 
-/* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0 and nothing is tuned. */
-#define HIAR_SHM_ONESHOT_MAX_DEFAULT (64 * 1024)
+/* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0
+ * and nothing is tuned: this over the group's ranks (hiar_shm_oneshot_default),
+ * since a rank reads every peer's whole message in one-shot and (n-1)/n of it
+ * in two-shot.  Timed by tuning (one-shot / two-shot us, 2026-12-05): 2 ranks
+ * on the 2-core CI VM, three runs, 4 KB 2.3-6.2 / 2.2-2.5, 16 KB 6.5-8.9 /
+ * 5.0-6.7, 64 KB 18.8-24.1 / 11.6-15.0; forced (HIAR_ALGO), 2 KB 1.8 / 1.5-1.9,
+ * 8 KB 3.9-4.4 / 3.3; on the 16 cores of the GPU machine, 2 ranks 4 KB 2.2 / 2.6,
+ * 16 KB 7.3 / 6.2, 64 KB 19.0 / 13.7; 3 ranks 1 KB 1.2 / 1.6, 4 KB 3.2 / 3.1,
+ * 16 KB 9.1 / 7.5.  The old 64 KB left 16-64 KB calls 1.2-1.6x slower than
+ * two-shot. */
+#define HIAR_SHM_ONESHOT_BUDGET (8 * 1024)
 /* The same over several groups: hier-oneshot sends the whole message over
  * MPI, which must stay within Open MPI's eager limit (vader: 4 KB) to beat
  * reduce-scatter + all-gather (measured: 42 against 33 us at 4 KB). */
@@ -136,6 +145,9 @@ typedef struct {
 } hiar_plan_limits_t;
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);
+
+/* The built-in one-shot limit of a group of nranks host-buffer ranks (HIAR_SHM_ONESHOT_BUDGET). */
+size_t hiar_shm_oneshot_default(int nranks);
 
 /* Slot sizes of the transports a comm sets up, resolved once at creation: no call needs them, and their
  * defaults search /dev/shm's budget (HIAR_SHM_SLOT_FLOOR, HIAR_PINNED_SLOT_FLOOR). */

@@ -51,7 +51,7 @@ static int crossover_of(hiar_comm_t *comm, crossover_t *x, char *why, size_t len
     x->hier = t->groups.ngroups > 1;
     x->alg[0] = x->hier ? HIAR_ALG_HIER_ONESHOT : HIAR_ALG_ONESHOT;
     x->alg[1] = x->hier ? HIAR_ALG_HIER : HIAR_ALG_TWOSHOT;
-    x->def = x->hier ? HIAR_HIER_ONESHOT_MAX_DEFAULT : HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    x->def = x->hier ? HIAR_HIER_ONESHOT_MAX_DEFAULT : hiar_shm_oneshot_default(comm->size);
     /* hier-oneshot's copies of the group sum must fit the MPI scratch (core/plan.c). */
     for (x->nsizes = 0; x->nsizes < HIAR_TUNE_NSIZES && (!x->hier || hiar_tune_size(x->nsizes) <= fits);)
         x->nsizes++;
@@ -255,7 +255,7 @@ static hiar_result_t tune_host(hiar_comm_t *comm, const crossover_t *x)
     int32_t *send, *recv;
     hiar_result_t rc;
 
-    t->limits.shm_oneshot_max = HIAR_SHM_ONESHOT_MAX_DEFAULT;
+    t->limits.shm_oneshot_max = hiar_shm_oneshot_default(comm->size);
     t->limits.hier_oneshot_max = HIAR_HIER_ONESHOT_MAX_DEFAULT;
     if (!x)
         return HIAR_SUCCESS;

@@ -6,7 +6,7 @@
  * The measurement itself is core/tune.h.
  *
  * Tuned: host buffers' crossovers, one-shot against two-shot in one group
- * (HIAR_SHM_ONESHOT_MAX_DEFAULT) and hier-oneshot against hier over
+ * (HIAR_SHM_ONESHOT_BUDGET) and hier-oneshot against hier over
  * several groups (HIAR_HIER_ONESHOT_MAX_DEFAULT); device buffers' path per
  * size of their own ladder: one group's kernel (LL, push, pull, two-shot
  * with its blocks by size, half or twice as many, or the pinned-host

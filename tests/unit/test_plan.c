@@ -55,10 +55,10 @@ static const plan_case_t plan_cases[] = {
     {1, 1, 8, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
     {1, 1, M, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {1, 1, 8, HIAR_ALGO_MPI, 0, 0, 0, HIAR_PLAN_MPI},
-    /* one group: one-shot up to HIAR_ONESHOT_MAX (64K when 0), two-shot above */
+    /* one group: one-shot up to HIAR_ONESHOT_MAX (8 KB over the ranks when 0), two-shot above */
     {4, 1, 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
-    {4, 1, 64 * K, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
-    {4, 1, 64 * K + 1, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_TWOSHOT},
+    {4, 1, 2 * K, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_ONESHOT},
+    {4, 1, 2 * K + 4, HIAR_ALGO_AUTO, 0, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, K, HIAR_ALGO_AUTO, K, 0, 0, HIAR_PLAN_ONESHOT},
     {4, 1, K + 1, HIAR_ALGO_AUTO, K, 0, 0, HIAR_PLAN_TWOSHOT},
     {4, 1, 512 * K, HIAR_ALGO_AUTO, M, 0, 0, HIAR_PLAN_ONESHOT},
@@ -697,7 +697,20 @@ Test(plan, tuned_limits)
     in.tuned = 0;
     hiar_plan_limits(&in, &l);
     cr_expect_eq(l.hier_oneshot_max, HIAR_HIER_ONESHOT_MAX_DEFAULT);
-    cr_expect_eq(l.shm_oneshot_max, HIAR_SHM_ONESHOT_MAX_DEFAULT);
+    cr_expect_eq(l.shm_oneshot_max, HIAR_SHM_ONESHOT_BUDGET / 4);
+}
+
+/* The built-in one-shot limit of one group of host buffers: 8 KB over its ranks (core/plan.h). */
+Test(plan, shm_oneshot_default)
+{
+    static const struct {
+        int nranks;
+        size_t limit;
+    } cases[] = {{1, 8 * K}, {2, 4 * K}, {3, 2730}, {4, 2 * K}, {8, K}, {0, 8 * K}};
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_expect_eq(hiar_shm_oneshot_default(cases[i].nranks), cases[i].limit, "%d ranks: %zu, expected %zu",
+                     cases[i].nranks, hiar_shm_oneshot_default(cases[i].nranks), cases[i].limit);
 }
 
 /*
