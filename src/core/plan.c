@@ -103,7 +103,9 @@ void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out)
 
 size_t hiar_shm_oneshot_default(int nranks)
 {
-    return HIAR_SHM_ONESHOT_BUDGET / (size_t)(nranks > 1 ? nranks : 1);
+    size_t limit = HIAR_SHM_ONESHOT_BUDGET / (size_t)(nranks > 1 ? nranks : 1);
+
+    return limit > HIAR_SHM_ONESHOT_FLOOR ? limit : HIAR_SHM_ONESHOT_FLOOR;
 }
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)

@@ -13,15 +13,21 @@
 
 /* Largest one-shot message on the shm transport when HIAR_ONESHOT_MAX is 0
  * and nothing is tuned: this over the group's ranks (hiar_shm_oneshot_default),
- * since a rank reads every peer's whole message in one-shot and (n-1)/n of it
- * in two-shot.  Timed by tuning (one-shot / two-shot us, 2026-12-05): 2 ranks
- * on the 2-core CI VM, three runs, 4 KB 2.3-6.2 / 2.2-2.5, 16 KB 6.5-8.9 /
- * 5.0-6.7, 64 KB 18.8-24.1 / 11.6-15.0; forced (HIAR_ALGO), 2 KB 1.8 / 1.5-1.9,
- * 8 KB 3.9-4.4 / 3.3; on the 16 cores of the GPU machine, 2 ranks 4 KB 2.2 / 2.6,
- * 16 KB 7.3 / 6.2, 64 KB 19.0 / 13.7; 3 ranks 1 KB 1.2 / 1.6, 4 KB 3.2 / 3.1,
- * 16 KB 9.1 / 7.5.  The old 64 KB left 16-64 KB calls 1.2-1.6x slower than
- * two-shot. */
+ * since in one-shot a rank reads n - 1 whole messages and reduces all of them,
+ * in two-shot it reads 2 (n-1)/n of one and reduces 1/n (on 2 ranks the same
+ * reads, half the reduction), for a second barrier.  Timed by tuning (one-shot
+ * / two-shot us, 2026-12-05): the 2-core CI VM, 2 ranks, three runs, 4 KB
+ * 2.3-6.2 / 2.2-2.5, 16 KB 6.5-8.9 / 5.0-6.7, 64 KB 18.8-24.1 / 11.6-15.0, and
+ * forced (HIAR_ALGO) 2 KB 1.8 / 1.5-1.9, 8 KB 3.9-4.4 / 3.3; the GPU machine's
+ * 16 cores, 2 ranks 4 KB 2.2 / 2.6, 16 KB 7.3 / 6.2, 64 KB 19.0 / 13.7, and 3
+ * ranks 1 KB 1.2 / 1.6, 4 KB 3.2 / 3.1, 16 KB 9.1 / 7.5.  The old 64 KB left
+ * 16-64 KB calls 1.2-1.6x slower than two-shot. */
 #define HIAR_SHM_ONESHOT_BUDGET (8 * 1024)
+/* ... but not below this, where more than 8 ranks share a group (not measured):
+ * two-shot's shards are whole 64-byte units (base/range.h), so a message of a
+ * few of them leaves ranks empty-handed for two n-way barriers, and one-shot
+ * keeps the inline messages of up to 120 bytes (transport/shm.c) one barrier. */
+#define HIAR_SHM_ONESHOT_FLOOR (1024)
 /* The same over several groups: hier-oneshot sends the whole message over
  * MPI, which must stay within Open MPI's eager limit (vader: 4 KB) to beat
  * reduce-scatter + all-gather (measured: 42 against 33 us at 4 KB). */
@@ -146,7 +152,7 @@ typedef struct {
 
 void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out);
 
-/* The built-in one-shot limit of a group of nranks host-buffer ranks (HIAR_SHM_ONESHOT_BUDGET). */
+/* The built-in one-shot limit of a group of nranks host-buffer ranks (HIAR_SHM_ONESHOT_BUDGET, _FLOOR). */
 size_t hiar_shm_oneshot_default(int nranks);
 
 /* Slot sizes of the transports a comm sets up, resolved once at creation: no call needs them, and their

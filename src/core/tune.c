@@ -163,7 +163,7 @@ static hiar_result_t signature_of(const hiar_comm_t *comm, char *sig, size_t len
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = "", gpu[160] = "none", layout[320] = "none";
     int sizes[64], n = 0;
     hiar_tune_facts_t f = {comm->size, g->ngroups < 64 ? g->ngroups : 64, sizes, comm->machines, "shm", "none", mpi,
-                           gpu, layout, 0, 0};
+                           gpu, layout, 0, 0, hiar_shm_oneshot_default(comm->size)};
 
     for (int i = 0; i < f.ngroups; i++)
         sizes[i] = hiar_group_size(g, i);

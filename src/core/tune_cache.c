@@ -180,9 +180,11 @@ hiar_result_t hiar_tune_signature(const hiar_tune_facts_t *f, char *out, size_t 
     /* Spaces inside the MPI's and the GPU's names stay: the signature is compared whole, never split.  The
      * device ladder's length is in it: a cache of another ladder names paths for other sizes. */
     w = snprintf(out, len,
-                 "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) slots=%zu,%zu gpu=%s mpi=%s"
-                 LADDER_FMT, hiar_version(), f->nranks, groups, f->nhosts, f->host_transport, f->device_transport,
-                 f->layout, f->host_slot, f->device_slot, f->gpu, f->mpi, HIAR_TUNE_DEV_NSIZES);
+                 "hiar=%s ranks=%d groups=%s hosts=%d host=%s device=%s layout=(%s) slots=%zu,%zu shm1=%zu gpu=%s "
+                 "mpi=%s" LADDER_FMT,
+                 hiar_version(), f->nranks, groups, f->nhosts, f->host_transport, f->device_transport, f->layout,
+                 f->host_slot, f->device_slot, f->shm_oneshot_default, f->gpu, f->mpi,
+                 HIAR_TUNE_DEV_NSIZES);
     if (w < 0 || (size_t)w >= len || n >= sizeof(groups))
         return hiar_error_set(HIAR_INTERNAL_ERROR, "the tuning signature needs more than %zu bytes", len);
     for (char *c = out; *c; c++)

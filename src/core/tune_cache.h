@@ -164,6 +164,9 @@ typedef struct {
     /* The slots calls are cut to (0: none): the host's shm slot, the device groups' smallest.  Their
      * defaults follow /dev/shm and HIAR_BUFFER_SIZE, and a smaller slot cuts a call into more pieces. */
     size_t host_slot, device_slot;
+    /* The built-in one-shot limit of host buffers (core/plan.h), which a choice must beat: a cache timed
+     * against another kept that one where nothing beat it. */
+    size_t shm_oneshot_default;
 } hiar_tune_facts_t;
 
 /* The signature, one line: "hiar=0.1.0 ranks=4 groups=2,2 hosts=1 ...". */

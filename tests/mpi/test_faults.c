@@ -55,8 +55,8 @@
 #define TIMEOUT_SLACK_S 1.0
 /* A fast failure (HIAR_COMM_FAILED after a timeout) takes less than this. */
 #define FAST_S 0.1
-/* Elements of the small (one-shot) and large (two-shot, chunked: over the 1 MB slot) calls. */
-#define SMALL_COUNT 1000
+/* Elements of the small (one-shot up to 8 ranks: 1 KB) and large (two-shot, chunked: over the 1 MB slot) calls. */
+#define SMALL_COUNT 256
 #define LARGE_COUNT 300000
 /* Calls of the kill loop: far more than the victim lives through. */
 #define KILL_ITERS 100000

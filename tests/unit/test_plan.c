@@ -160,7 +160,8 @@ static hiar_plan_input_t one_group_tuned(int nranks, const unsigned char *dev)
 /* Properties over a sweep: host buffers of one group go two-shot above one size, never back. */
 Test(plan, sweep)
 {
-    static const size_t sizes[] = {1, 64, 4 * K, 64 * K - 1, 64 * K, 64 * K + 1, M, 64 * M, (size_t)1 << 40};
+    static const size_t sizes[] = {1,      64,     K,      K + 4,      2 * K,  2 * K + 4,
+                                   4 * K,  4 * K + 4, 8 * K, 64 * K + 1, M, 64 * M, (size_t)1 << 40};
     static const int shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {4, 2}, {8, 3}, {2, 2}, {8, 8}};
 
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
@@ -700,13 +701,13 @@ Test(plan, tuned_limits)
     cr_expect_eq(l.shm_oneshot_max, HIAR_SHM_ONESHOT_BUDGET / 4);
 }
 
-/* The built-in one-shot limit of one group of host buffers: 8 KB over its ranks (core/plan.h). */
+/* The built-in one-shot limit of one group of host buffers: 8 KB over its ranks, at least 1 KB (core/plan.h). */
 Test(plan, shm_oneshot_default)
 {
     static const struct {
         int nranks;
         size_t limit;
-    } cases[] = {{1, 8 * K}, {2, 4 * K}, {3, 2730}, {4, 2 * K}, {8, K}, {0, 8 * K}};
+    } cases[] = {{1, 8 * K}, {2, 4 * K}, {3, 2730}, {4, 2 * K}, {8, K}, {9, K}, {128, K}, {1 << 20, K}, {0, 8 * K}};
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         cr_expect_eq(hiar_shm_oneshot_default(cases[i].nranks), cases[i].limit, "%d ranks: %zu, expected %zu",

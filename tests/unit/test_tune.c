@@ -20,7 +20,7 @@ static const int sizes22[] = {2, 2};
 static void facts(hiar_tune_facts_t *f)
 {
     hiar_tune_facts_t d = {4, 2, sizes22, 1, "shm", "none", "Open MPI v4.1.6, package: Debian", "none", "none",
-                           4194304, 0};
+                           4194304, 0, 2048};
     *f = d;
 }
 
@@ -31,7 +31,7 @@ Test(tune, signature_names_what_the_choice_depends_on)
 
     facts(&f);
     cr_assert_eq(hiar_tune_signature(&f, sig, sizeof(sig)), HIAR_SUCCESS);
-    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none layout=(none) slots=4194304,0 gpu=none",
+    snprintf(want, sizeof(want), "hiar=%s ranks=4 groups=2,2 hosts=1 host=shm device=none layout=(none) slots=4194304,0 shm1=2048 gpu=none",
              hiar_version());
     cr_expect(strstr(sig, want) == sig, "signature %s should start %s", sig, want);
     cr_expect(strstr(sig, "mpi=Open MPI v4.1.6"), "%s", sig);

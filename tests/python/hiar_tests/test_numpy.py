@@ -9,7 +9,7 @@ from . import DLPackOnly, failures_message, value_range, world
 
 DTYPES = [np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 OPS = ["sum", "prod", "min", "max", "avg"]
-# 0 (a no-op), odd sizes, above the 64 KB one-shot limit, and (sum only) over the 1 MB chunk.
+# 0 (a no-op), odd sizes, above the one-shot limit (8 KB over the ranks), and (sum only) over the 1 MB chunk.
 COUNTS = [0, 1, 7, 1000, 40000]
 BIG = 300000
 
