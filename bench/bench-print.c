@@ -401,8 +401,8 @@ static void print_info(const bench_t *b)
     if (b->copy_gbps > 0.0)
         fprintf(b->info, "# reference: pinned device-to-host copy of %zu bytes, rank 0 alone: %.1f GB/s; every rank "
                          "at once, copying half as much each way at the same time: %.1f GB/s a rank and direction "
-                         "(the least; ranks that share a GPU share its link) (best of 5; the bus bandwidth of the "
-                         "pinned-host transport is judged against them)\n",
+                         "(a round lasts until the slowest rank is done; ranks that share a GPU share its link) "
+                         "(best of 5; the bus bandwidth of the pinned-host transport is judged against them)\n",
                 b->copy_bytes, b->copy_gbps, b->copy_shared_gbps);
     if (o->overlap)
         fprintf(b->info, "# overlap: time = how soon a call returns to the caller with %d ms of work ahead of it "

@@ -125,7 +125,7 @@ typedef struct {
     FILE *info; /* '#' lines: stdout, or stderr with --csv or --json */
     FILE *json_out; /* --json-file, open on rank 0 */
     double copy_gbps;   /* device buffers: rank 0's pinned device-to-host copy, the reference line */
-    double copy_shared_gbps; /* every rank copying both ways at once: a rank's and direction's rate, least */
+    double copy_shared_gbps; /* every rank copying both ways at once: a rank's and direction's rate, slowest rank */
     size_t copy_bytes;
 #ifdef HIAR_HAVE_CUDA
     cudaStream_t stream;
