@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the scripts/gpu-*.sh (with $out set): their one way to run a step.
 #
 #   gpu_run NAME SECONDS FILTER COMMAND...
