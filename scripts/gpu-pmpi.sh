@@ -51,23 +51,24 @@ fi
 # buffers with and without the preload (no case may fail with it that passes without), and on device
 # buffers (-d cuda) with it; without it Open MPI as installed cannot take device pointers.  7.4's default
 # type, MPI_CHAR, fails its own check at 16 B in plain Open MPI (the preload forwards it): int and float.
-[ -n "${OSU_TAR:-}" ] || echo "OSU_TAR unset: OSU's tests not run" | tee -a "$out/summary.txt"
-if [ -n "${OSU_TAR:-}" ]; then
-    osu=/tmp/hiar-osu
+if [ -z "${OSU_TAR:-}" ]; then
+    echo "OSU_TAR unset: OSU's tests not run" | tee -a "$out/summary.txt"
+else
+    osu=/tmp/hiar-osu coll=/tmp/hiar-osu/c/mpi/collective
     rm -rf "$osu" && mkdir -p "$osu" && tar xzf "$OSU_TAR" -C "$osu" --strip-components=1
     # OSU 7.0-7.4 call cudaMemPrefetchAsync as before CUDA 13, which takes a cudaMemLocation and flags.
     sed -i 's|cudaMemPrefetchAsync(buf, length, devid, um_stream)|cudaMemPrefetchAsync(buf, length, (struct cudaMemLocation){.type = devid == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice, .id = devid}, 0, um_stream)|' \
         "$osu/c/util/osu_util_mpi.c"
-    # The two programs alone (7.4 keeps them in blocking/ and non_blocking/, 7.0 in collective/).
-    coll=$osu/c/mpi/collective
-    if [ -d "$coll/blocking" ]; then
-        targets="make -C $coll/blocking osu_allreduce && make -C $coll/non_blocking osu_iallreduce"
-    else
-        targets="make -C $coll osu_allreduce osu_iallreduce"
-    fi
-    (cd "$osu" && export PATH=/usr/local/cuda/bin:$PATH && CC=mpicc CXX=mpicxx ./configure --enable-cuda \
-        --with-cuda=/usr/local/cuda && eval "$targets") >"$out/osu-build.log" 2>&1 ||
-        echo "OSU build failed: $out/osu-build.log" | tee -a "$out/summary.txt"
+    # The two programs alone: 7.4 keeps them in blocking/ and non_blocking/, 7.0 in collective/.
+    (
+        cd "$osu" && export PATH=/usr/local/cuda/bin:$PATH && CC=mpicc CXX=mpicxx ./configure --enable-cuda \
+            --with-cuda=/usr/local/cuda || exit 1
+        if [ -d "$coll/blocking" ]; then
+            make -C "$coll/blocking" osu_allreduce && make -C "$coll/non_blocking" osu_iallreduce
+        else
+            make -C "$coll" osu_allreduce osu_iallreduce
+        fi
+    ) >"$out/osu-build.log" 2>&1 || echo "OSU build failed: $out/osu-build.log" | tee -a "$out/summary.txt"
     types=("")
     grep -q mpi_float "$osu/c/util/osu_util_options.h" 2>/dev/null && types=("-T mpi_float" "-T mpi_int")
     for t in osu_allreduce osu_iallreduce; do
