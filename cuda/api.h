@@ -208,8 +208,9 @@ static inline unsigned hiar_ipc_blocks_cap(unsigned sms, unsigned per_sm, unsign
  */
 void hiar_ipc_fit_caps(const hiar_ipc_t *ipc, unsigned sharers, int mixed, hiar_ipc_caps_t *caps);
 
-/* Whether this rank's GPU can run the kernels in thread-block clusters (sm_90 and later, kernels built for it). */
-int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc);
+/* Whether this rank's GPU can run the kernels in thread-block clusters (sm_90 and later, kernels built for it),
+ * with room for the clusters of `sharers` ranks' calls at once. */
+int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc, unsigned sharers);
 
 /*
  * How kernels launch: the group's caps (twoshot also within

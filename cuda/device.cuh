@@ -238,6 +238,15 @@ __device__ __forceinline__ uint4 load_peer_written(const uint4 *p)
 #define HIAR_UNIT 16
 #define HIAR_THREADS 512
 
+/* The blocks of 512 threads of kernel that fit one SM of the current device; 0 where CUDA cannot say. */
+template <typename K> static int blocks_per_sm(K kernel)
+{
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, HIAR_THREADS, 0) != cudaSuccess)
+        cudaGetLastError();
+    return n;
+}
+
 /*
  * The fewest blocks of 512 threads that fit one SM of the current device
  * over every dtype's instance of a kernel (kernel_of(T()) is T's); 1 where
@@ -249,9 +258,7 @@ template <typename F> static int fewest_per_sm(F kernel_of)
 
     for (int d = 0; d < HIAR_DTYPE_COUNT; d++)
         hiar_dispatch_dtype((hiar_dtype_t)d, [&](auto tag) {
-            int n = 0;
-            if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_of(tag), HIAR_THREADS, 0) != cudaSuccess)
-                cudaGetLastError();
+            int n = blocks_per_sm(kernel_of(tag));
             fewest = n < fewest ? n : fewest;
             return cudaSuccess;
         });

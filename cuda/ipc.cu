@@ -173,14 +173,14 @@ static unsigned within(unsigned blocks, unsigned max)
     return blocks < 1 ? 1 : blocks > max ? max : blocks;
 }
 
-extern "C" int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc)
+extern "C" int hiar_ipc_clusters_usable(const hiar_ipc_t *ipc, unsigned sharers)
 {
     int cluster_launch = 0;
 
     /* Kernels built from PTX older than sm_90 have no cluster barrier nor shared memory of other blocks. */
     if (cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, ipc->device) != cudaSuccess)
         cudaGetLastError();
-    return cluster_launch && hiar_ipc_ptx_version() >= 90;
+    return cluster_launch && hiar_ipc_ptx_version() >= 90 && hiar_ipc_norm_clusters_fit(sharers);
 }
 
 extern "C" int hiar_ipc_set_launch(hiar_ipc_t *ipc, const hiar_ipc_caps_t *caps, int pdl, int clusters)

@@ -149,6 +149,8 @@ int hiar_ipc_twoshot_per_sm(void);
 /* ... and of the kernels with a norm fused in: the LL one (ll = 1), which counts in the LL caps, and the
  * rows one, which counts in the two-shot caps. */
 int hiar_ipc_norm_per_sm(int ll);
+/* Whether the fused LL kernel's calls in clusters of `sharers` ranks on one GPU fit it at once (norm.cu). */
+int hiar_ipc_norm_clusters_fit(unsigned sharers);
 int hiar_ipc_ptx_version(void);
 
 /*

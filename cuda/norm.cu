@@ -449,8 +449,8 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
     });
 }
 
-/* The fewest blocks of kernel_of(T(), W()) that fit one SM over every dtype pair. */
-template <typename K> static int fewest_pair(K kernel_of)
+/* The fewest count(kernel_of(T(), W())) over every dtype pair (0 where a query fails). */
+template <typename K, typename C> static int fewest_pair(K kernel_of, C count)
 {
     static const hiar_dtype_t types[] = {HIAR_FLOAT32, HIAR_FLOAT16, HIAR_BFLOAT16};
     int fewest = 1 << 30;
@@ -458,22 +458,67 @@ template <typename K> static int fewest_pair(K kernel_of)
     for (hiar_dtype_t t : types)
         for (hiar_dtype_t w : types)
             dispatch_pair(t, w, [&](auto at, auto aw) {
-                int n = 0;
-                if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel_of(at, aw), HIAR_THREADS, 0) !=
-                    cudaSuccess)
-                    cudaGetLastError();
+                int n = count(kernel_of(at, aw));
                 fewest = n < fewest ? n : fewest;
                 return cudaSuccess;
             });
-    return fewest > 0 ? fewest : 1;
+    return fewest;
+}
+
+/* The fewest blocks of kernel_of(T(), W()) that fit one SM over every dtype pair, at least 1. */
+template <typename K> static int fewest_pair_per_sm(K kernel_of)
+{
+    int n = fewest_pair(kernel_of, [](auto k) { return blocks_per_sm(k); });
+    return n > 0 ? n : 1;
+}
+
+/* The clusters of the fused LL kernel's largest form (NORM_CLUSTER_MAX blocks of a slice) that fit the GPU at once. */
+template <typename K> static int clusters_fit(K kernel)
+{
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = {};
+    int n = 0;
+
+    cfg.gridDim = dim3(NORM_CLUSTER_MAX);
+    cfg.blockDim = dim3(norm_threads(NORM_CLUSTER_SLICE_PACKETS));
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = NORM_CLUSTER_MAX;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess)
+        cudaGetLastError();
+    return n;
+}
+
+/*
+ * Whether `sharers` ranks' fused calls in clusters (NORM_CLUSTER_ROWS
+ * clusters each) fit the GPU at once.  A launch of clusters that cannot be
+ * placed fails, and one that must wait for room behind a peer's spinning
+ * clusters waits until the timeout: MPS's active-thread percentage, or a GPU
+ * partition, can leave too few SMs in a GPC for a cluster.  Asked once, at
+ * the comm's creation (hiar_ipc_clusters_usable).
+ */
+int hiar_ipc_norm_clusters_fit(unsigned sharers)
+{
+    int flagged = fewest_pair([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; },
+                              [](auto k) { return clusters_fit(k); });
+    int large = fewest_pair(
+        [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; },
+        [](auto k) { return clusters_fit(k); });
+    int fewest = flagged < large ? flagged : large;
+
+    return fewest >= (int)(sharers * NORM_CLUSTER_ROWS);
 }
 
 int hiar_ipc_norm_per_sm(int ll)
 {
     if (!ll)
-        return fewest_pair([](auto t, auto w) { return twoshot_norm<decltype(t), decltype(w)>; });
-    int flagged = fewest_pair([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; });
-    int large = fewest_pair(
+        return fewest_pair_per_sm([](auto t, auto w) { return twoshot_norm<decltype(t), decltype(w)>; });
+    int flagged =
+        fewest_pair_per_sm([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; });
+    int large = fewest_pair_per_sm(
         [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; });
     return flagged < large ? flagged : large;
 }

@@ -74,7 +74,7 @@ void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_t
     caps[1] = (int)fit.push;
     caps[2] = (int)(fit.twoshot < max ? fit.twoshot : max);
     /* Clusters on every rank of the group or none: they decide the order of the fused norm's sums. */
-    caps[3] = cfg->clusters && hiar_ipc_clusters_usable(ipc);
+    caps[3] = cfg->clusters && hiar_ipc_clusters_usable(ipc, sharers > 0 ? (unsigned)sharers : 1);
     hiar_net_min(t->group_comm, caps, 4);
     fit = (hiar_ipc_caps_t){(unsigned)caps[0], (unsigned)caps[1], (unsigned)caps[2]};
     launch = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed, caps[3]);
@@ -82,7 +82,9 @@ void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_t
              "one GPU%s, %s%s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
              mixed ? " beside other groups' kernels" : "",
              launch & HIAR_IPC_LAUNCH_PDL ? "programmatic dependent launch" : "plain launches",
-             launch & HIAR_IPC_LAUNCH_CLUSTERS ? ", thread-block clusters" : "");
+             launch & HIAR_IPC_LAUNCH_CLUSTERS ? ", thread-block clusters"
+             : cfg->clusters                   ? ", no thread-block clusters (not on this GPU, or no room for them)"
+                                               : "");
 }
 
 static hiar_result_t ipc_setup(const hiar_tier_t *t, const hiar_transport_config_t *cfg, void **state, char *why,
