@@ -4,32 +4,75 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef HIAR_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "base/range.h"
 #include "bench-split.h"
 
-/* "HIAR_GROUPS=0-<size-1>": the ranks of the communicator in one group. */
-static hiar_result_t one_group_comm(MPI_Comm mpi, int size, hiar_comm_t **out)
+/*
+ * "HIAR_GROUPS=0-<size-1>": the ranks of the communicator in one group;
+ * with sharers > 0, HIAR_GPU_SHARERS too: the ranks whose kernels spin on
+ * this GPU at the same time, the other groups' comms' included.
+ */
+static hiar_result_t one_group_comm(MPI_Comm mpi, int size, int sharers, hiar_comm_t **out)
 {
-    char settings[64];
+    char settings[96];
     hiar_config_t cfg = HIAR_CONFIG_INIT;
+    int used;
 
     if (size > 1)
-        snprintf(settings, sizeof settings, "HIAR_GROUPS=0-%d", size - 1);
+        used = snprintf(settings, sizeof settings, "HIAR_GROUPS=0-%d", size - 1);
     else
-        snprintf(settings, sizeof settings, "HIAR_GROUPS=0");
+        used = snprintf(settings, sizeof settings, "HIAR_GROUPS=0");
+    if (sharers > 0)
+        snprintf(settings + used, sizeof settings - (size_t)used, ";HIAR_GPU_SHARERS=%d", sharers);
     cfg.settings = settings;
     return hiar_comm_create(mpi, &cfg, out);
 }
 
-static int make_intra(bench_split_t *s, int group, char *err, size_t len)
+/*
+ * The ranks of the job on this rank's GPU (by its UUID), 0 for host
+ * buffers.  Every group's intra comm runs its calls at the same time as the
+ * others': where groups share a GPU (simulated hosts), each must count them all.
+ */
+static int job_ranks_on_gpu(int device)
+{
+    int n = 0;
+#ifdef HIAR_HAVE_CUDA
+    struct cudaDeviceProp prop;
+    unsigned char *all;
+    int dev = 0, size;
+
+    if (!device)
+        return 0;
+    memset(&prop, 0, sizeof prop);
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
+        cudaGetLastError(); /* an unknown UUID: all zero on every such rank, counted together (only slower) */
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    all = malloc((size_t)size * sizeof prop.uuid);
+    if (!all)
+        return size; /* the most it can be: only slower */
+    MPI_Allgather(&prop.uuid, (int)sizeof prop.uuid, MPI_BYTE, all, (int)sizeof prop.uuid, MPI_BYTE, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        n += memcmp(all + (size_t)r * sizeof prop.uuid, &prop.uuid, sizeof prop.uuid) == 0;
+    free(all);
+#else
+    (void)device;
+#endif
+    return n;
+}
+
+static int make_intra(bench_split_t *s, int group, int device, char *err, size_t len)
 {
     MPI_Comm mpi;
     hiar_result_t rc;
-    int rank;
+    int rank, sharers = job_ranks_on_gpu(device);
 
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_split(MPI_COMM_WORLD, group, rank, &mpi);
-    rc = one_group_comm(mpi, s->local_size, &s->intra); /* hiar keeps a duplicate */
+    rc = one_group_comm(mpi, s->local_size, sharers, &s->intra); /* hiar keeps a duplicate */
     MPI_Comm_free(&mpi);
     if (rc == HIAR_SUCCESS)
         return 0;
@@ -60,7 +103,7 @@ static void make_flat(bench_split_t *s)
     int nranks, failed;
 
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    rc = one_group_comm(MPI_COMM_WORLD, nranks, &s->flat);
+    rc = one_group_comm(MPI_COMM_WORLD, nranks, 0, &s->flat);
     failed = rc != HIAR_SUCCESS;
     MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!failed)
@@ -95,7 +138,7 @@ int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_
         return 2;
     }
     MPI_Allreduce(&s->local_size, &s->nshards, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!flat_only && (make_intra(s, group, err, len) || make_shards(s, group, err, len)))
+    if (!flat_only && (make_intra(s, group, device, err, len) || make_shards(s, group, err, len)))
         return 1;
     make_flat(s);
     return 0;

@@ -66,6 +66,21 @@ static int ranks_on_gpu(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
     return n;
 }
 
+/*
+ * The ranks whose kernels may spin on this GPU at once: HIAR_GPU_SHARERS
+ * where it counts more than this comm's own (other communicators' ranks
+ * too), else on_gpu.  Their kernels' blocks must all be resident at once:
+ * a simulated host per group on one GPU (hiar-bench --split) hung in a
+ * push kernel of one group's comm at 1 MB, 4 ranks on one H100 under MPS,
+ * while the other group's comm ran the same, each comm counting 2 ranks.
+ */
+static int declared_sharers(const hiar_gpu_env_t *env, int on_gpu)
+{
+    long long declared = env->params->v[HIAR_P_GPU_SHARERS].num;
+
+    return on_gpu > 0 && declared > on_gpu ? (int)declared : on_gpu;
+}
+
 /* Whether every rank of this rank's group has a GPU, and whether one shares ours. */
 static int group_has_gpus(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 {
@@ -310,9 +325,11 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     all_gpu = group_has_gpus(env, gpu);
     on_gpu = ranks_on_gpu(env, gpu);
     gpu->shared_gpu |= on_gpu > 1; /* ranks of other groups on this GPU spin beside ours too */
-    gpu->mixed = on_gpu > 1;
-    HIAR_CHECK(hiar_net_max(env->mpi, &gpu->mixed, 1));
-    gpu->mixed &= gpu->side.tier.groups.ngroups > 1;
+    /* [mixed, others]: ranks of several groups of this comm, or other communicators' ranks (HIAR_GPU_SHARERS), on a GPU */
+    int beside[2] = {on_gpu > 1, declared_sharers(env, on_gpu) > on_gpu};
+    HIAR_CHECK(hiar_net_max(env->mpi, beside, 2));
+    gpu->mixed = (beside[0] && gpu->side.tier.groups.ngroups > 1) || beside[1];
+    on_gpu = declared_sharers(env, on_gpu);
     gpu->cfg = transport_config(env, gpu, all_gpu, on_gpu);
     HIAR_CHECK(connect_transports(env, gpu));
     HIAR_CHECK(agree_hier_slot(env, gpu));
