@@ -383,7 +383,7 @@ __device__ __forceinline__ uint4 reduce_unit(const hiar_ipc_args_t &a, const cha
  * covers the peers of this kernel.  The kernels of other groups of the comm
  * on the same GPU get room from the launch caps (hiar_ipc_fit_caps), which
  * count the comm's ranks on each GPU; another communicator's kernels on it
- * are not counted (see HIAR_MAX_BLOCKS in doc/params.md).
+ * are not counted unless HIAR_GPU_SHARERS says so (doc/params.md).
  */
 __device__ __forceinline__ void release_next_kernel()
 {

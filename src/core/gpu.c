@@ -49,7 +49,8 @@ static hiar_result_t group_devices(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
  * Ranks of the comm on this rank's GPU, itself included, by CUDA's UUID of
  * the GPU: bus ids repeat on identical machines, and host names differ
  * between containers on one machine; 0 without a GPU.  This counts ranks of
- * this comm only: other communicators' kernels on the GPU are not counted.
+ * this comm only: other communicators' kernels on the GPU are not counted
+ * (HIAR_GPU_SHARERS: declared_sharers).
  */
 static int ranks_on_gpu(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
 {
