@@ -30,6 +30,25 @@ void bench_device_setup(bench_t *b)
     CUDA_DIE(cudaSetDevice(local_rank % ngpu));
     CUDA_DIE(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
 }
+
+int bench_gpu_ranks(int *most)
+{
+    struct cudaDeviceProp prop;
+    char *all;
+    int dev, nranks, mine = 0;
+
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (!(all = malloc(sizeof prop.uuid * (size_t)nranks)))
+        bench_die("cannot allocate the GPU table");
+    CUDA_DIE(cudaGetDevice(&dev));
+    CUDA_DIE(cudaGetDeviceProperties(&prop, dev));
+    MPI_Allgather(&prop.uuid, sizeof prop.uuid, MPI_BYTE, all, sizeof prop.uuid, MPI_BYTE, MPI_COMM_WORLD);
+    for (int r = 0; r < nranks; r++)
+        mine += memcmp(all + (size_t)r * sizeof prop.uuid, &prop.uuid, sizeof prop.uuid) == 0;
+    free(all);
+    MPI_Allreduce(&mine, most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return mine;
+}
 #endif
 
 /*

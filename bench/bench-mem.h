@@ -12,6 +12,8 @@
 
 #ifdef HIAR_HAVE_CUDA
 void bench_device_setup(bench_t *b);
+/* Collective over MPI_COMM_WORLD: the ranks on this rank's GPU (by its UUID), *most those on any one GPU. */
+int bench_gpu_ranks(int *most);
 #endif
 void *bench_alloc(const bench_t *b, size_t bytes, int host);
 void bench_release(const bench_t *b, void *p, int host);

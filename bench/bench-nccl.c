@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench-mem.h"
 #include "bench-nccl.h"
 
 #define NCCL_DIE(_call)                                                                    \
@@ -44,22 +45,12 @@ static ncclRedOp_t nccl_op_of(hiar_op_t op)
  * communicator is not made): such runs (several ranks on one GPU under MPS)
  * show it n/a instead of ending there.  Collective.
  */
-static int gpu_shared(const bench_t *b)
+static int gpu_shared(void)
 {
-    struct cudaDeviceProp prop;
-    char *all = malloc(sizeof prop.uuid * (size_t)b->nranks);
-    int dev, shared = 0;
+    int most;
 
-    if (!all)
-        bench_die("cannot allocate the GPU table");
-    CUDA_DIE(cudaGetDevice(&dev));
-    CUDA_DIE(cudaGetDeviceProperties(&prop, dev));
-    MPI_Allgather(&prop.uuid, sizeof prop.uuid, MPI_BYTE, all, sizeof prop.uuid, MPI_BYTE, MPI_COMM_WORLD);
-    for (int i = 0; i < b->nranks && !shared; i++)
-        for (int j = i + 1; j < b->nranks && !shared; j++)
-            shared = memcmp(all + i * sizeof prop.uuid, all + j * sizeof prop.uuid, sizeof prop.uuid) == 0;
-    free(all);
-    return shared;
+    bench_gpu_ranks(&most);
+    return most > 1;
 }
 
 /* A communicator of all ranks in *comm; 0 (na_reason set) where ranks share a GPU.  Collective. */
@@ -67,7 +58,7 @@ static int nccl_init(bench_t *b, int impl, ncclComm_t *comm)
 {
     ncclUniqueId id;
 
-    if (gpu_shared(b)) {
+    if (gpu_shared()) {
         snprintf(b->na_reason[impl], sizeof b->na_reason[impl], "several ranks share a GPU, which NCCL refuses");
         return 0;
     }

@@ -4,11 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef HIAR_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
-
 #include "base/range.h"
+#include "bench-mem.h"
 #include "bench-split.h"
 
 /*
@@ -33,35 +30,19 @@ static hiar_result_t one_group_comm(MPI_Comm mpi, int size, int sharers, hiar_co
 }
 
 /*
- * The ranks of the job on this rank's GPU (by its UUID), 0 for host
- * buffers.  Every group's intra comm runs its calls at the same time as the
- * others': where groups share a GPU (simulated hosts), each must count them all.
+ * The ranks of the job on this rank's GPU, 0 for host buffers.  Every
+ * group's intra comm calls at the same time as the others': where groups
+ * share a GPU (simulated hosts), each must count them all.  Collective.
  */
 static int job_ranks_on_gpu(int device)
 {
-    int n = 0;
 #ifdef HIAR_HAVE_CUDA
-    struct cudaDeviceProp prop;
-    unsigned char *all;
-    int dev = 0, size;
-
-    if (!device)
-        return 0;
-    memset(&prop, 0, sizeof prop);
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
-        cudaGetLastError(); /* an unknown UUID: all zero on every such rank, counted together (only slower) */
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    all = malloc((size_t)size * sizeof prop.uuid);
-    if (!all)
-        return size; /* the most it can be: only slower */
-    MPI_Allgather(&prop.uuid, (int)sizeof prop.uuid, MPI_BYTE, all, (int)sizeof prop.uuid, MPI_BYTE, MPI_COMM_WORLD);
-    for (int r = 0; r < size; r++)
-        n += memcmp(all + (size_t)r * sizeof prop.uuid, &prop.uuid, sizeof prop.uuid) == 0;
-    free(all);
-#else
-    (void)device;
+    int most;
+    if (device)
+        return bench_gpu_ranks(&most);
 #endif
-    return n;
+    (void)device;
+    return 0;
 }
 
 static int make_intra(bench_split_t *s, int group, int device, char *err, size_t len)

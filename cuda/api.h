@@ -199,7 +199,7 @@ static inline unsigned hiar_ipc_blocks_cap(unsigned sms, unsigned per_sm, unsign
 }
 
 /*
- * This GPU's caps when `sharers` ranks of the comm may use it (the group
+ * This GPU's caps when `sharers` ranks may use it (the comm's, or HIAR_GPU_SHARERS; the group
  * agrees on the minimum over its ranks): from its SM count and how many
  * blocks of 512 threads of each kernel fit an SM; mixed: kernels of other
  * kinds run beside them (transport/ipc.c): at most two blocks per SM of the

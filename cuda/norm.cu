@@ -472,7 +472,11 @@ template <typename K> static int fewest_pair_per_sm(K kernel_of)
     return n > 0 ? n : 1;
 }
 
-/* The clusters of the fused LL kernel's largest form (NORM_CLUSTER_MAX blocks of a slice) that fit the GPU at once. */
+/*
+ * The clusters of the fused LL kernel's largest form that fit the GPU at
+ * once: NORM_CLUSTER_MAX blocks of HIAR_THREADS (a slice of a wide row takes
+ * a whole block: norm_threads in launch_fused).
+ */
 template <typename K> static int clusters_fit(K kernel)
 {
     cudaLaunchAttribute attr;
@@ -480,7 +484,7 @@ template <typename K> static int clusters_fit(K kernel)
     int n = 0;
 
     cfg.gridDim = dim3(NORM_CLUSTER_MAX);
-    cfg.blockDim = dim3(norm_threads(NORM_CLUSTER_SLICE_PACKETS));
+    cfg.blockDim = dim3(HIAR_THREADS);
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = NORM_CLUSTER_MAX;
     attr.val.clusterDim.y = 1;
@@ -496,9 +500,10 @@ template <typename K> static int clusters_fit(K kernel)
  * Whether `sharers` ranks' fused calls in clusters (NORM_CLUSTER_ROWS
  * clusters each) fit the GPU at once.  A launch of clusters that cannot be
  * placed fails, and one that must wait for room behind a peer's spinning
- * clusters waits until the timeout: MPS's active-thread percentage, or a GPU
- * partition, can leave too few SMs in a GPC for a cluster.  Asked once, at
- * the comm's creation (hiar_ipc_clusters_usable).
+ * clusters waits until the timeout.  CUDA's answer is for the whole GPU:
+ * under MPS at 100%, 10% and 2% active threads (one H100, 2 ranks, 2026-12-05)
+ * it left clusters on, and test_rmsnorm passed at all three.  Asked where
+ * the comm's launches are set (hiar_ipc_clusters_usable).
  */
 int hiar_ipc_norm_clusters_fit(unsigned sharers)
 {
@@ -509,7 +514,7 @@ int hiar_ipc_norm_clusters_fit(unsigned sharers)
         [](auto k) { return clusters_fit(k); });
     int fewest = flagged < large ? flagged : large;
 
-    return fewest >= (int)(sharers * NORM_CLUSTER_ROWS);
+    return (unsigned)(fewest / NORM_CLUSTER_ROWS) >= sharers;
 }
 
 int hiar_ipc_norm_per_sm(int ll)

@@ -74,11 +74,15 @@ static int ranks_on_gpu(const hiar_gpu_env_t *env, const hiar_gpu_t *gpu)
  * a simulated host per group on one GPU (hiar-bench --split) hung in a
  * push kernel of one group's comm at 1 MB, 4 ranks on one H100 under MPS,
  * while the other group's comm ran the same, each comm counting 2 ranks.
+ * At most HIAR_GPU_SHARERS_MAX: past every GPU's block slots, each kernel
+ * already gets one block.
  */
+#define HIAR_GPU_SHARERS_MAX 1024
 static int declared_sharers(const hiar_gpu_env_t *env, int on_gpu)
 {
     long long declared = env->params->v[HIAR_P_GPU_SHARERS].num;
 
+    declared = declared < HIAR_GPU_SHARERS_MAX ? declared : HIAR_GPU_SHARERS_MAX;
     return on_gpu > 0 && declared > on_gpu ? (int)declared : on_gpu;
 }
 
@@ -327,10 +331,11 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     on_gpu = ranks_on_gpu(env, gpu);
     gpu->shared_gpu |= on_gpu > 1; /* ranks of other groups on this GPU spin beside ours too */
     /* [mixed, others]: ranks of several groups of this comm, or other communicators' ranks (HIAR_GPU_SHARERS), on a GPU */
-    int beside[2] = {on_gpu > 1, declared_sharers(env, on_gpu) > on_gpu};
+    int declared = declared_sharers(env, on_gpu), beside[2] = {on_gpu > 1, declared > on_gpu};
     HIAR_CHECK(hiar_net_max(env->mpi, beside, 2));
+    /* Over the whole comm: the plan (no push where mixed) must be the same on every rank. */
     gpu->mixed = (beside[0] && gpu->side.tier.groups.ngroups > 1) || beside[1];
-    on_gpu = declared_sharers(env, on_gpu);
+    on_gpu = declared;
     gpu->cfg = transport_config(env, gpu, all_gpu, on_gpu);
     HIAR_CHECK(connect_transports(env, gpu));
     HIAR_CHECK(agree_hier_slot(env, gpu));

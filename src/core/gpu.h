@@ -25,7 +25,7 @@ typedef struct hiar_gpu {
     void *staged;            /* the staged transport's state (hiar_transport_staged) */
     int shared_gpu; /* another rank of the comm uses the same GPU */
     int hier_ok;    /* every group has IPC or one rank: the hierarchical device path, agreed by all */
-    int mixed;      /* several groups and some GPU shared by ranks: kernels of several kinds mix (agreed) */
+    int mixed;      /* kernels of several kinds mix on a GPU: several groups sharing one, or HIAR_GPU_SHARERS (agreed) */
     long long hier_slot; /* the smallest slot of any group's kernels (agreed; LLONG_MAX: none), for the chunks */
     int pinned;          /* some group or set of counterparts uses pinned host memory (agreed): LL limits */
     hiar_between_t between; /* the step between groups of hierarchical device calls */

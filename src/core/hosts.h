@@ -27,7 +27,7 @@ typedef struct {
     int setting;             /* HIAR_PROGRESS: 0 off, 1 auto */
     int device_pointers;     /* the MPI takes device memory (HIAR_MPI_DEVICE, resolved) */
     int timeout_ms;
-    unsigned sharers;        /* ranks of the comm on this GPU */
+    unsigned sharers;        /* ranks of the comm on this GPU (or HIAR_GPU_SHARERS) */
     int device;              /* the GPU, made current on the thread */
     const atomic_int *abort; /* the comm's */
     const struct hiar_cuda_control *control; /* the comm's kernels' (cuda/api.h) */

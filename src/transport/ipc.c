@@ -80,7 +80,7 @@ void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_t
     launch = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed, caps[3]);
     snprintf(why + used, len - used, "; kernels of at most %u (LL), %u (push), %u (two-shot) blocks for %d rank%s on "
              "one GPU%s, %s%s", fit.ll, fit.push, fit.twoshot, sharers, sharers == 1 ? "" : "s",
-             mixed ? " beside other groups' kernels" : "",
+             mixed ? " beside other kernels" : "",
              launch & HIAR_IPC_LAUNCH_PDL ? "programmatic dependent launch" : "plain launches",
              launch & HIAR_IPC_LAUNCH_CLUSTERS ? ", thread-block clusters"
              : cfg->clusters                   ? ", no thread-block clusters (not on this GPU, or no room for them)"

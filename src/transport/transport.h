@@ -39,8 +39,8 @@ typedef struct {
     int clusters;      /* HIAR_CLUSTERS */
     int device;        /* this rank's GPU, -1 without */
     int all_gpu;       /* every rank of the group has a GPU */
-    int on_gpu;        /* ranks of the comm on this rank's GPU */
-    int mixed;         /* other kernels of the comm (other groups, the step between groups) may run beside ours */
+    int on_gpu;        /* ranks of the comm on this rank's GPU, or HIAR_GPU_SHARERS where it says more */
+    int mixed;         /* other kernels (other groups', the step between groups', HIAR_GPU_SHARERS') may run beside */
     /* A failed setup is expected (the group over the host's P2P check across switches; the pinned-host
      * transport tried beside CUDA IPC): INFO, no WARN. */
     int setup_may_fail;
