@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "base/range.h"
-#include "bench-mem.h"
 #include "bench-split.h"
 
 /*
@@ -29,27 +28,11 @@ static hiar_result_t one_group_comm(MPI_Comm mpi, int size, int sharers, hiar_co
     return hiar_comm_create(mpi, &cfg, out);
 }
 
-/*
- * The ranks of the job on this rank's GPU, 0 for host buffers.  Every
- * group's intra comm calls at the same time as the others': where groups
- * share a GPU (simulated hosts), each must count them all.  Collective.
- */
-static int job_ranks_on_gpu(int device)
-{
-#ifdef HIAR_HAVE_CUDA
-    int most;
-    if (device)
-        return bench_gpu_ranks(&most);
-#endif
-    (void)device;
-    return 0;
-}
-
-static int make_intra(bench_split_t *s, int group, int device, char *err, size_t len)
+static int make_intra(bench_split_t *s, int group, int sharers, char *err, size_t len)
 {
     MPI_Comm mpi;
     hiar_result_t rc;
-    int rank, sharers = job_ranks_on_gpu(device);
+    int rank;
 
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_split(MPI_COMM_WORLD, group, rank, &mpi);
@@ -100,7 +83,8 @@ static void make_flat(bench_split_t *s)
     }
 }
 
-int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_only, char *err, size_t len)
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int on_gpu, int flat_only, char *err,
+                      size_t len)
 {
     hiar_result_t rc;
     int group;
@@ -119,7 +103,7 @@ int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_
         return 2;
     }
     MPI_Allreduce(&s->local_size, &s->nshards, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!flat_only && (make_intra(s, group, device, err, len) || make_shards(s, group, err, len)))
+    if (!flat_only && (make_intra(s, group, on_gpu, err, len) || make_shards(s, group, err, len)))
         return 1;
     make_flat(s);
     return 0;

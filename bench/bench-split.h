@@ -65,10 +65,13 @@ typedef struct {
 
 /*
  * Collective over MPI_COMM_WORLD, over whose ranks `comm` was made.
+ * on_gpu: the job's ranks on this rank's GPU (0: host buffers), which every
+ * group's intra comm counts (HIAR_GPU_SHARERS): the groups call at once.
  * Returns 0; 2 (usage) when comm has one group; 1 when a communicator could
  * not be made.  err (len bytes) says why.
  */
-int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int flat_only, char *err, size_t len);
+int bench_split_setup(bench_split_t *s, hiar_comm_t *comm, int device, int on_gpu, int flat_only, char *err,
+                      size_t len);
 
 /* Collective; a communicator that failed (`*_failed`) is aborted instead. */
 void bench_split_teardown(bench_split_t *s, int intra_failed, int flat_failed);

@@ -527,6 +527,18 @@ static void setup(bench_t *b)
             bench_impls[i].setup(b);
 }
 
+/* The job's ranks on this rank's GPU, 0 for host buffers.  Collective where device. */
+static int gpu_ranks(const bench_t *b)
+{
+#ifdef HIAR_HAVE_CUDA
+    int most;
+    if (b->device)
+        return bench_gpu_ranks(&most);
+#endif
+    (void)b;
+    return 0;
+}
+
 /*
  * --split's communicators, and the link's buffers (they need the groups);
  * 2 (bad usage, err set) when hiar's ranks form one group.
@@ -537,7 +549,7 @@ static int split_setup(bench_t *b, char *err)
 
     if (!b->opt.split)
         return 0;
-    rc = bench_split_setup(&b->split, b->comm, b->device, b->opt.flat_only, err, ERR_LEN);
+    rc = bench_split_setup(&b->split, b->comm, b->device, gpu_ranks(b), b->opt.flat_only, err, ERR_LEN);
     if (rc == 1)
         bench_die("%s", err);
     if (rc == 0 && has(b, IMPL_MPI_LINK))
