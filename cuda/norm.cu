@@ -501,8 +501,9 @@ template <typename K> static int clusters_fit(K kernel)
  * clusters each) fit the GPU at once.  A launch of clusters that cannot be
  * placed fails, and one that must wait for room behind a peer's spinning
  * clusters waits until the timeout.  CUDA's answer is for the whole GPU:
- * under MPS at 100%, 10% and 2% active threads (one H100, 2 ranks, 2026-12-05)
- * it left clusters on, and test_rmsnorm passed at all three.  Asked where
+ * under MPS at 100%, 10% and 2% active threads (one H100, 2 ranks, 2026-12-05,
+ * then asked about blocks of 128 threads) it left clusters on, and
+ * test_rmsnorm passed at all three.  Asked where
  * the comm's launches are set (hiar_ipc_clusters_usable).
  */
 int hiar_ipc_norm_clusters_fit(unsigned sharers)
