@@ -465,11 +465,15 @@ template <typename K, typename C> static int fewest_pair(K kernel_of, C count)
     return fewest;
 }
 
-/* The fewest blocks of kernel_of(T(), W()) that fit one SM over every dtype pair, at least 1. */
-template <typename K> static int fewest_pair_per_sm(K kernel_of)
+/* The fewest count(k) over the fused LL kernel's instances: every dtype pair, both packet formats. */
+template <typename C> static int fewest_fused_ll(C count)
 {
-    int n = fewest_pair(kernel_of, [](auto k) { return blocks_per_sm(k); });
-    return n > 0 ? n : 1;
+    int flagged = fewest_pair([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; },
+                              count);
+    int large = fewest_pair(
+        [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; },
+        count);
+    return flagged < large ? flagged : large;
 }
 
 /*
@@ -508,25 +512,16 @@ template <typename K> static int clusters_fit(K kernel)
  */
 int hiar_ipc_norm_clusters_fit(unsigned sharers)
 {
-    int flagged = fewest_pair([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; },
-                              [](auto k) { return clusters_fit(k); });
-    int large = fewest_pair(
-        [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; },
-        [](auto k) { return clusters_fit(k); });
-    int fewest = flagged < large ? flagged : large;
-
-    return (unsigned)(fewest / NORM_CLUSTER_ROWS) >= sharers;
+    return (unsigned)(fewest_fused_ll([](auto k) { return clusters_fit(k); }) / NORM_CLUSTER_ROWS) >= sharers;
 }
 
 int hiar_ipc_norm_per_sm(int ll)
 {
-    if (!ll)
-        return fewest_pair_per_sm([](auto t, auto w) { return twoshot_norm<decltype(t), decltype(w)>; });
-    int flagged =
-        fewest_pair_per_sm([](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), ll_flagged>; });
-    int large = fewest_pair_per_sm(
-        [](auto t, auto w) { return oneshot_ll_norm<decltype(t), decltype(w), typename ll_large<decltype(t)>::type>; });
-    return flagged < large ? flagged : large;
+    auto per_sm = [](auto k) { return blocks_per_sm(k); };
+    int n = ll ? fewest_fused_ll(per_sm)
+               : fewest_pair([](auto t, auto w) { return twoshot_norm<decltype(t), decltype(w)>; }, per_sm);
+
+    return n > 0 ? n : 1;
 }
 
 extern "C" hiar_result_t hiar_cuda_norm(const hiar_call_t *c)

@@ -64,17 +64,18 @@ void hiar_kernels_set_launch(hiar_ipc_t *ipc, const hiar_tier_t *t, const hiar_t
     unsigned max = want <= 0 ? HIAR_IPC_BLOCKS_DEFAULT : want > HIAR_IPC_BLOCKS_MAX ? HIAR_IPC_BLOCKS_MAX : (unsigned)want;
     hiar_ipc_caps_t fit;
     size_t used = strlen(why);
-
+    unsigned share; /* sharers, at least 1 */
     int mixed;
 
     hiar_net_max(t->group_comm, &sharers, 1);
     mixed = cfg->mixed && sharers > 1;
-    hiar_ipc_fit_caps(ipc, sharers > 0 ? (unsigned)sharers : 1, mixed, &fit);
+    share = sharers > 0 ? (unsigned)sharers : 1;
+    hiar_ipc_fit_caps(ipc, share, mixed, &fit);
     caps[0] = (int)fit.ll;
     caps[1] = (int)fit.push;
     caps[2] = (int)(fit.twoshot < max ? fit.twoshot : max);
     /* Clusters on every rank of the group or none: they decide the order of the fused norm's sums. */
-    caps[3] = cfg->clusters && hiar_ipc_clusters_usable(ipc, sharers > 0 ? (unsigned)sharers : 1);
+    caps[3] = cfg->clusters && hiar_ipc_clusters_usable(ipc, share);
     hiar_net_min(t->group_comm, caps, 4);
     fit = (hiar_ipc_caps_t){(unsigned)caps[0], (unsigned)caps[1], (unsigned)caps[2]};
     launch = hiar_ipc_set_launch(ipc, &fit, cfg->pdl && !mixed, caps[3]);
