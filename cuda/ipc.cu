@@ -92,7 +92,7 @@ static hiar_result_t create(int me, int n, size_t slot_bytes, int timeout_ms, ch
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the IPC transport");
     ipc->args.n = n;
     ipc->args.me = me;
-    ipc->pinned = host != NULL;
+    ipc->pinned = ipc->args.host_memory = host != NULL;
     lay_out(ipc, slot_bytes);
     rc = allocate(ipc, timeout_ms, host);
     if (rc != HIAR_SUCCESS) {

@@ -78,6 +78,21 @@ template <int S> struct ll_data_only {
  * 3.50-3.65.
  */
 #define LL_DATA_ONLY_MIN (128 * 1024)
+/*
+ * Over pinned host memory every packet crosses PCIe and is polled there, so
+ * the flagged format's doubled bytes cost from smaller sizes.  On one H100,
+ * 2 ranks under MPS (HIAR_PINNED=1), bf16, us, flagged / data only, eager
+ * and in graphs, two rounds: 8 KB 6.02-6.05 / 5.78-6.00 and 4.33-4.43 /
+ * 4.00-4.09, 16 KB 6.77-6.98 / 6.19-6.29 and 5.73-5.79 / 4.56-4.64 (below
+ * 8 KB within noise, graphs 1 KB 3.55-3.58 / 3.67-3.69).
+ */
+#define LL_DATA_ONLY_MIN_HOST (8 * 1024)
+
+/* Whether a message of `bytes` over the buffers of a takes data-only packets (float types: ll_large). */
+__host__ __device__ static inline bool ll_takes_data_only(const hiar_ipc_args_t &a, size_t bytes)
+{
+    return bytes >= (a.host_memory ? LL_DATA_ONLY_MIN_HOST : LL_DATA_ONLY_MIN);
+}
 
 /* The format of large messages of T: integer types have no spare bit pattern. */
 template <typename T> struct ll_large { typedef ll_flagged type; };

@@ -10,7 +10,8 @@
  * rank order (same bits everywhere).  Packet buffers hold a sentinel (all
  * bits set) wherever no packet is pending: a reader waits until a packet is
  * free of it, then writes the sentinel back.  Two packet formats:
- * - data only (float types, from LL_DATA_ONLY_MIN bytes): 16 data bytes,
+ * - data only (float types, from LL_DATA_ONLY_MIN bytes, LL_DATA_ONLY_MIN_HOST
+ *   over pinned host memory: ll.cuh): 16 data bytes,
  *   ready when no element is the sentinel, a NaN; inputs with exactly those
  *   bits are sent as the NaN one bit below, on every rank, the own input
  *   included, so results stay bit-identical;
@@ -201,8 +202,10 @@ cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_ca
 
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         typedef decltype(tag) T;
-        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN ? launch_hier_ll<T, typename ll_large<T>::type>(h, c, max_blocks)
-                                                      : launch_hier_ll<T, ll_flagged>(h, c, max_blocks);
+        /* One format for the group and every set of counterparts, whose memory may differ: device memory's. */
+        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN
+                   ? launch_hier_ll<T, typename ll_large<T>::type>(h, c, max_blocks)
+                   : launch_hier_ll<T, ll_flagged>(h, c, max_blocks);
     });
 }
 
@@ -346,7 +349,7 @@ template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                           hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    return bytes >= LL_DATA_ONLY_MIN
+    return ll_takes_data_only(*a, bytes)
                ? launch_ll<T, typename ll_large<T>::type>(a, in, out, bytes, esize, op, divisor, stream)
                : launch_ll<T, ll_flagged>(a, in, out, bytes, esize, op, divisor, stream);
 }

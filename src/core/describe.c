@@ -145,8 +145,8 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  device paths: ipc-ll up to %zu bytes, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes%s",
              l.ipc_ll_max, l.ipc_push_max, (size_t)comm->gpu->hier_slot,
              in.pinned ? " (the kernels over pinned host memory)" : "");
-    else if (in.ngroups == in.nranks && in.nranks > 1)
-        EMIT(out, "  device paths: staged mpi (every rank alone)");
+    else if (hiar_plan_alone_over_mpi(&in))
+        EMIT(out, "  device paths: staged mpi (every rank alone, without a step between groups)");
     else if (in.hier_ready && in.between_gpu)
         EMIT(out, "  device paths: ipc-hier-ll up to %zu bytes (LL in the group, LL between groups), then ipc-hier "
                   "(three kernels: reduce-scatter, %d shards between groups, all-gather; chunks of %zu bytes) while "

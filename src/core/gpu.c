@@ -324,7 +324,7 @@ static void warn_shared_without_mps(const hiar_gpu_t *gpu)
 
 static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
 {
-    int all_gpu, on_gpu;
+    int all_gpu, on_gpu, alone;
 
     HIAR_CHECK(group_devices(env, gpu));
     all_gpu = group_has_gpus(env, gpu);
@@ -344,13 +344,16 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
      * groups on different paths would wait on different communicators. */
     gpu->hier_ok = gpu->side.tp != NULL;
     HIAR_CHECK(hiar_net_min(env->mpi, &gpu->hier_ok, 1));
-    /* Every rank alone goes over MPI (core/plan.c): no counterparts to connect. */
-    if (gpu->hier_ok && gpu->side.tier.groups.ngroups < env->size) {
+    /* Every rank alone too (but HIAR_GROUP_LEVEL=RANK, pure MPI): its one shard's counterparts are all the ranks,
+     * on the GPU over one host; between hosts on the progress engine for 2 hosts only, since every piece goes to
+     * every peer (n - 1 times the message a rank, where MPI's ring sends about twice). */
+    alone = gpu->side.tier.groups.ngroups == env->size;
+    if (gpu->hier_ok && !(alone && env->params->v[HIAR_P_GROUP_LEVEL].num == HIAR_LEVEL_RANK)) {
         HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side, gpu->facts, &gpu->cfg,
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num));
         /* Groups whose step is not on the GPU take it over MPI. */
-        if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu)
+        if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu && (!alone || env->size == 2))
             HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
     }
     gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);

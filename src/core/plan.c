@@ -38,7 +38,7 @@ int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
 
 /*
  * The LL kernel's limit for n ranks (a group, the counterparts, the group
- * over the host): HIAR_ONESHOT_MAX, else 16 KB over pinned host memory,
+ * over the host): HIAR_ONESHOT_MAX, else pinned_max over pinned host memory,
  * else the budget over n, or where an RMSNorm fuses (one group's kernel,
  * the group over the host: norm) the whole packet area; never past it.
  * The norm's alternative to LL is the rows kernel (cuda/norm.cu), slower
@@ -46,10 +46,10 @@ int hiar_plan_equal(hiar_plan_t a, hiar_plan_t b)
  * fused by rows against 29.4 for push + a norm kernel, while LL took 8.5 us
  * at 16 tokens (256 KB), and plain LL 8.1 against push's 23.8 at 512 KB.
  */
-static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm)
+static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm, size_t pinned_max)
 {
     size_t ll = in->oneshot_max ? in->oneshot_max
-                : in->pinned    ? HIAR_PINNED_LL_MAX
+                : in->pinned    ? pinned_max
                 : norm          ? in->ipc_ll_max
                                 : HIAR_IPC_ONESHOT_BUDGET / (size_t)n;
     return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
@@ -122,20 +122,24 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                            : hiar_shm_oneshot_default(in->nranks);
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
-    out->ipc_ll_max = ll_limit(in, in->nranks, in->norm);
+    /* Over pinned host memory one group's plain kernel of 2 ranks takes data-only packets to 64 KB (plan.h). */
+    out->ipc_ll_max = ll_limit(in, in->nranks, in->norm,
+                               in->nranks == 2 && in->ngroups == 1 && !in->norm ? HIAR_PINNED_GROUP_LL_MAX
+                                                                                 : HIAR_PINNED_LL_MAX);
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the
      * largest group and the counterparts; then reduce-scatter, the shards
      * between groups, all-gather (three kernels). */
-    out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups, 0);
+    out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups, 0,
+                                       HIAR_PINNED_LL_MAX);
     /* The one group over the host: by default while its LL kernel takes the
      * message (one launch and one hop instead of the group's kernel and the
      * step between groups); above, the hierarchical paths send each byte
      * between the groups (between PCIe switches) once instead of n - 1 times. */
     out->device_flat_max = !in->flat_nranks ? 0
                            : in->flat_max   ? in->flat_max
-                                            : ll_limit(in, in->flat_nranks, in->norm);
+                                            : ll_limit(in, in->flat_nranks, in->norm, HIAR_PINNED_LL_MAX);
 }
 
 static hiar_plan_t plan_of(hiar_alg_t alg, hiar_via_t via, hiar_kernel_t kernel)
@@ -164,10 +168,25 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limit
     return plan_of(k == HIAR_KERNEL_TWOSHOT ? HIAR_ALG_TWOSHOT : HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, k);
 }
 
-/* The algorithm over ngroups of the side, by size and HIAR_ALGO, through the host side's transport. */
-static hiar_alg_t choose_alg(const hiar_plan_input_t *in, const hiar_plan_limits_t *l, int ngroups)
+/*
+ * Every rank alone in its group goes over MPI, but for device buffers whose
+ * step between groups has somewhere to run: the kernels over groups on the
+ * GPU, or the progress engine.  There the group's steps are a copy and
+ * nothing, and the call goes as over any groups (np 2 as two hosts of one
+ * rank on one H100, 8 buckets of 25 MB behind 2 ms kernels: the training
+ * step 165.8 ms staged and blocking, 60.4 ms on the progress engine).
+ */
+int hiar_plan_alone_over_mpi(const hiar_plan_input_t *in)
 {
-    if (in->algo == HIAR_ALGO_MPI || (ngroups == in->nranks && in->nranks > 1))
+    return in->ngroups == in->nranks && in->nranks > 1 &&
+           !(in->device && in->hier_ready && (in->between_gpu || in->hosts_async));
+}
+
+/* The algorithm over ngroups of the side, by size and HIAR_ALGO, through the host side's transport; alone_mpi:
+ * whether groups of one rank each go over MPI. */
+static hiar_alg_t choose_alg(const hiar_plan_input_t *in, const hiar_plan_limits_t *l, int ngroups, int alone_mpi)
+{
+    if (in->algo == HIAR_ALGO_MPI || (alone_mpi && ngroups == in->nranks && in->nranks > 1))
         return HIAR_ALG_MPI;
     if (ngroups > 1)
         return in->algo == HIAR_ALGO_AUTO && in->bytes <= l->hier_oneshot_max ? HIAR_ALG_HIER_ONESHOT
@@ -343,8 +362,8 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
 
     hiar_plan_limits(in, &l);
     if (!in->device)
-        return plan_of(choose_alg(in, &l, in->ngroups), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
-    alg = choose_alg(in, &l, in->ngroups);
+        return plan_of(choose_alg(in, &l, in->ngroups, 1), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
+    alg = choose_alg(in, &l, in->ngroups, hiar_plan_alone_over_mpi(in));
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
         return choose_ipc_tuned(in, &l);
     /* The group over the host: up to its limit, or where tuning says (not over a HIAR_FLAT_MAX set). */
@@ -366,5 +385,5 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
         p.chunk = hiar_ipc_hier_chunk(l.ipc_slot, in->device_nshards);
         return p;
     }
-    return plan_of(choose_alg(in, &l, in->host_ngroups), HIAR_VIA_STAGED, HIAR_KERNEL_NONE);
+    return plan_of(choose_alg(in, &l, in->host_ngroups, 1), HIAR_VIA_STAGED, HIAR_KERNEL_NONE);
 }

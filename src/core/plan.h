@@ -49,10 +49,19 @@
  * evidence; tuning's 512 KB rung finds it (core/tune_cache.c). */
 #define HIAR_IPC_ONESHOT_BUDGET (1024 * 1024)
 /* Largest LL message through pinned host memory when HIAR_ONESHOT_MAX is 0:
- * every packet is polled over PCIe.  On one H200, 2 ranks, bf16, eager
- * LL / push: 16 KB 7.1 / 7.2 us, 64 KB 16.0 / 10.3, 256 KB 28.7 / 25.6; in
- * CUDA graphs 64 KB 15.0 / 9.9. */
+ * every packet is polled over PCIe.  In flagged packets, on one H200, 2
+ * ranks, bf16, eager LL / push: 16 KB 7.1 / 7.2 us, 64 KB 16.0 / 10.3, 256
+ * KB 28.7 / 25.6; in CUDA graphs 64 KB 15.0 / 9.9.  A group's own kernel
+ * takes data-only packets from 8 KB there (cuda/ll.cuh
+ * LL_DATA_ONLY_MIN_HOST), half the bytes: on one H100, 2 ranks under MPS,
+ * two rounds, LL / push eager 32 KB 7.12-7.18 / 8.52-8.56, 64 KB 9.34-9.56 /
+ * 10.52-10.54, 128 KB 15.7-16.0 / 15.5; in graphs 64 KB 8.54-8.73 /
+ * 10.03-10.11, 128 KB 15.0 / 14.8-15.0.  So 64 KB for one group's plain
+ * kernel of 2 ranks (more ranks, the fused norm and the counterparts'
+ * step unmeasured: 16 KB); the kernel over groups keeps one format for the
+ * group and the counterparts (device memory's). */
 #define HIAR_PINNED_LL_MAX (16 * 1024)
+#define HIAR_PINNED_GROUP_LL_MAX (64 * 1024)
 /* Largest push one-shot message for more than 2 ranks: one-shot moves
  * (n-1) x the message per rank, two-shot 2 (n-1)/n x. */
 #define HIAR_IPC_PUSH_MAX (1024 * 1024)
@@ -164,6 +173,9 @@ typedef struct {
 
 void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out);
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
+/* Whether device calls of a comm whose every rank is alone in its group go over MPI (no step between groups to take
+ * them; host calls always do). */
+int hiar_plan_alone_over_mpi(const hiar_plan_input_t *in);
 
 /* The tuning candidate (core/tune_cache.h hiar_tune_dev_t) a device plan is, BUILTIN for none (staged). */
 int hiar_plan_tune_candidate(hiar_plan_t plan);

@@ -307,6 +307,53 @@ Test(plan, device_between)
     }
 }
 
+/*
+ * Every rank alone in its group: device calls take the step between groups
+ * where there is one on the GPU (the kernels over groups) or on the progress
+ * engine (every size); without either, or with HIAR_ALGO=mpi, or for host
+ * buffers, MPI as before.
+ */
+Test(plan, every_rank_alone)
+{
+    hiar_plan_input_t in = {0};
+    hiar_plan_t got;
+
+    in.nranks = in.ngroups = in.host_ngroups = 2;
+    in.host_nshards = in.device_nshards = 1;
+    in.device = in.hier_ready = in.between_gpu = 1;
+    in.ipc_ll_max = 512 * K;
+    in.bytes = 4;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)BETWEEN_LL), "got %s",
+              hiar_plan_name(hiar_plan_choose(&in)));
+    in.bytes = 64 * M;
+    got = hiar_plan_choose(&in);
+    cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_TWOSHOT,
+              "64 MB on the GPU between groups: got %s between %d", hiar_plan_name(got), got.between);
+    in.between_gpu = 0;
+    in.hosts_async = 1;
+    for (size_t bytes = 4; bytes <= 64 * M; bytes *= 64) {
+        in.bytes = bytes;
+        got = hiar_plan_choose(&in);
+        cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
+                  "%zu bytes on the progress engine: got %s", bytes, hiar_plan_name(got));
+    }
+    /* A forced algorithm names the groups' kernel: over groups of one rank the step between groups still runs
+     * (staged, a capture would be refused: test_gpu's graphs under HIAR_ALGO=twoshot and pull on one H100). */
+    in.algo = HIAR_ALGO_TWOSHOT;
+    in.bytes = 280004;
+    got = hiar_plan_choose(&in);
+    cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE, "HIAR_ALGO=twoshot: got %s",
+              hiar_plan_name(got));
+    in.algo = HIAR_ALGO_MPI;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(MPI)));
+    in.algo = HIAR_ALGO_AUTO;
+    in.hosts_async = 0;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(MPI)));
+    in.hosts_async = 1;
+    in.device = 0;
+    cr_expect(hiar_plan_choose(&in).alg == HIAR_ALG_MPI && hiar_plan_choose(&in).via == HIAR_VIA_HOST);
+}
+
 /* Pinned host memory somewhere in a comm of several groups (agreed): the latency path and LL between groups stop at 16 KB. */
 Test(plan, pinned_between)
 {
@@ -384,7 +431,10 @@ Test(plan, fused_between)
     }
 }
 
-/* A group through pinned host memory: LL only up to 16 KB (polled over PCIe), then push. */
+/*
+ * A group through pinned host memory: LL (polled over PCIe) up to 64 KB for 2 ranks (data-only packets), 16 KB
+ * for more and for a fused norm, then push.
+ */
 Test(plan, pinned_group)
 {
     hiar_plan_input_t in = {0};
@@ -393,12 +443,19 @@ Test(plan, pinned_group)
     in.ngroups = in.host_ngroups = 1;
     in.device = in.ipc = in.pinned = 1;
     in.ipc_ll_max = 512 * K;
+    in.bytes = 64 * K;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
+    in.bytes = 64 * K + 2;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.oneshot_max = 128 * K;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
+    in.oneshot_max = 0;
+    in.nranks = 4;
     in.bytes = HIAR_PINNED_LL_MAX;
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
     in.bytes = HIAR_PINNED_LL_MAX + 2;
-    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
-    in.oneshot_max = 64 * K;
-    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
+    cr_expect(hiar_plan_choose(&in).kernel == HIAR_KERNEL_PUSH, "4 ranks past 16 KB: %s",
+              hiar_plan_name(hiar_plan_choose(&in)));
 }
 
 /*
@@ -858,7 +915,7 @@ Test(plan, tuned_hier_block_counts)
 /*
  * Tuning's "pinned" (the pinned-host transport beside CUDA IPC): where the
  * group has that side (pinned_alt), the kernel one group takes over pinned
- * host memory (LL to 16 KB, push, two-shot past the 2-rank push limit),
+ * host memory (LL to 64 KB, push, two-shot past the 2-rank push limit),
  * named and mapped back as such; without the side, under a forced limit,
  * for a fused norm and over groups, the built-in paths.
  */
@@ -870,7 +927,8 @@ Test(plan, tuned_pinned_beside_ipc)
         const char *name;
     } cases[] = {{4 * K, PINNED(ONESHOT, LL), "pinned-ll"},
                  {16 * K, PINNED(ONESHOT, LL), "pinned-ll"},
-                 {64 * K, PINNED(ONESHOT, PUSH), "pinned-push"}, /* IPC's LL would take 64 KB */
+                 {64 * K, PINNED(ONESHOT, LL), "pinned-ll"},
+                 {128 * K, PINNED(ONESHOT, PUSH), "pinned-push"}, /* IPC's LL would take 128 KB */
                  {4 * M, PINNED(ONESHOT, PUSH), "pinned-push"},
                  {16 * M, PINNED(TWOSHOT, TWOSHOT), "pinned-twoshot"}};
     unsigned char dev[HIAR_TUNE_DEV_NSIZES];
