@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|alone[-tests|-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
@@ -41,7 +41,7 @@ bench_part() {
 }
 # Groups on several hosts, as many on each (issue 16, item 4): each host's owners of a shard reduce-scatter it on
 # the GPU, only the parts cross between hosts. 2 hosts of 2 groups of 2 ranks, 3 hosts of 2 such groups.
-# (Groups of one rank each are every rank alone: plain MPI, no step between groups.)
+# (Groups of one rank each: alone_tests below.)
 perhost_tests() {
     run perhost $mpi -np 8 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7" $as \
         ./tests/gpu/test_gpu --quick --per-host
@@ -63,6 +63,26 @@ perhost_bench() {
             done
         done
     done
+}
+# Every rank alone in its group (core/plan.c hiar_plan_alone_over_mpi): over one host the step between groups
+# on the GPU (2 and 3 ranks), between 2 hosts of one rank the progress thread; HIAR_ALGO forced (twoshot, pull)
+# included, whose graphs were refused before the fix of 2026-12-05. Then the bench and the training step with
+# 2 ms kernels (before: 165.8 ms staged and blocking, 60.4 on the progress thread, one H100).
+alone_tests() {
+    run alone $mpi -np 2 -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+    run alone $mpi -np 3 -x HIAR_GROUPS="0|1|2" ./tests/gpu/test_gpu --quick
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays 1000
+    run alone bash tests/gpu/kill.sh $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as
+    ls /dev/shm | tee -a "$out/summary.txt"
+}
+alone_bench() {
+    run alone $mpi -np 2 -x HIAR_GROUPS="0|1" $bench --impl hiar,mpi -b 1K -e 64M -f 8 -n 20 -w 3
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar,mpi -b 1K -e 64M -f 8 -n 10 -w 2
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar -b 1K -e 64M -f 8 -n 20 -w 3 --graph
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
+    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar --train --buckets 8 --bucket-bytes 25M \
+        --compute-us 2000
 }
 mps_restart() {
     echo quit | nvidia-cuda-mps-control
@@ -108,6 +128,9 @@ ucx) ucx_part ;;
 perhost) perhost_tests; perhost_bench ;;
 perhost-tests) perhost_tests ;;
 perhost-bench) perhost_bench ;;
-*) tests_part; perhost_tests; bench_part; ucx_part ;;
+alone) alone_tests; alone_bench ;;
+alone-tests) alone_tests ;;
+alone-bench) alone_bench ;;
+*) tests_part; perhost_tests; alone_tests; bench_part; ucx_part ;;
 esac
 echo quit | nvidia-cuda-mps-control
