@@ -88,10 +88,15 @@ template <int S> struct ll_data_only {
  */
 #define LL_DATA_ONLY_MIN_HOST (8 * 1024)
 
-/* Whether a message of `bytes` over the buffers of a takes data-only packets (float types: ll_large). */
+/*
+ * Whether a message of `bytes` over the buffers of a takes data-only packets
+ * (float types: ll_large).  Over pinned host memory from LL_DATA_ONLY_MIN_HOST
+ * for 2 ranks, as measured (a group, or a set of 2 counterparts: the same
+ * kernel over the same memory); more ranks as over device memory.
+ */
 __host__ __device__ static inline bool ll_takes_data_only(const hiar_ipc_args_t &a, size_t bytes)
 {
-    return bytes >= (a.host_memory ? LL_DATA_ONLY_MIN_HOST : LL_DATA_ONLY_MIN);
+    return bytes >= (a.host_memory && a.n == 2 ? LL_DATA_ONLY_MIN_HOST : LL_DATA_ONLY_MIN);
 }
 
 /* The format of large messages of T: integer types have no spare bit pattern. */

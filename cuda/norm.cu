@@ -433,7 +433,8 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
     return dispatch_pair(c->dtype, c->norm->weight_dtype, [&](auto t, auto w) {
         typedef decltype(t) T;
         typedef decltype(w) W;
-        /* The packet format by size, as the plain LL kernel's; on 2 ranks data only at every size (half the
+        /* The packet format by size, as the plain LL kernel's over device memory (not its pinned-host rule: the
+         * fused kernel's LL stops at 16 KB there, core/plan.c); on 2 ranks data only at every size (half the
          * packets: without clusters 1 token x 4096 is one slice, no trade).  On one H200 under MPS, bf16, decode steps in CUDA
          * graphs, data only against flagged: 2 ranks 4.54-4.56 against 4.66-4.67 us at 1 x 4096, 4.76
          * against 5.00-5.02 at 4 x 4096, 5.12-5.13 against 5.41 at 1 x 8192; 4 ranks slower, 6.68-6.70

@@ -3,16 +3,16 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|alone[-tests|-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|alone[-onehost|-hosts|-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
-out=${1:?usage: gpu-hosts.sh OUT [tests|bench|all]}
+out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
 part=${2:-all}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 . "$(dirname "$0")/gpu-lib.sh"
-outcome() { grep -E "passed|FAIL|Avg bus" "$1" | tail -n 3; }
+outcome() { grep -E "passed|FAIL|PASS|Avg bus|^ *hiar " "$1" | tail -n 3; }
 run() { # log name, then the command
     gpu_run "$1" "${HIAR_RUN_TIMEOUT:-240}" outcome "${@:2}"
 }
@@ -68,9 +68,13 @@ perhost_bench() {
 # on the GPU (2 and 3 ranks), between 2 hosts of one rank the progress thread; HIAR_ALGO forced (twoshot, pull)
 # included, whose graphs were refused before the fix of 2026-12-05. Then the bench and the training step with
 # 2 ms kernels (before: 165.8 ms staged and blocking, 60.4 on the progress thread, one H100).
-alone_tests() {
+alone_onehost() {
     run alone $mpi -np 2 -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
+    # Without the group over the host: the kernel over groups with groups of one (hier_ll, group.n = 1).
+    run alone $mpi -np 2 -x HIAR_GROUPS="0|1" -x HIAR_FLAT=0 ./tests/gpu/test_gpu --quick
     run alone $mpi -np 3 -x HIAR_GROUPS="0|1|2" ./tests/gpu/test_gpu --quick
+}
+alone_hosts() {
     run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
     run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays 1000
     run alone bash tests/gpu/kill.sh $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as
@@ -128,9 +132,10 @@ ucx) ucx_part ;;
 perhost) perhost_tests; perhost_bench ;;
 perhost-tests) perhost_tests ;;
 perhost-bench) perhost_bench ;;
-alone) alone_tests; alone_bench ;;
-alone-tests) alone_tests ;;
+alone) alone_onehost; alone_hosts; alone_bench ;;
+alone-onehost) alone_onehost ;;
+alone-hosts) alone_hosts ;;
 alone-bench) alone_bench ;;
-*) tests_part; perhost_tests; alone_tests; bench_part; ucx_part ;;
+*) tests_part; perhost_tests; alone_onehost; alone_hosts; bench_part; ucx_part ;;
 esac
 echo quit | nvidia-cuda-mps-control

@@ -14,6 +14,10 @@
 void hiar_reduce_host(void *dst, const void *const *srcs, int nsrc, size_t count,
                       hiar_dtype_t dtype, hiar_op_t op, int divisor);
 
+/* Whether dtype has IEEE arithmetic (the float types: some bit patterns are no value a sum makes, e.g. the
+ * LL kernel's sentinel NaN, cuda/ll.cuh); 0 for integer types and anything not a dtype. */
+int hiar_dtype_floating(hiar_dtype_t dtype);
+
 /* The last step of an average: buf /= divisor (nothing when divisor <= 1). */
 void hiar_reduce_divide(void *buf, size_t count, hiar_dtype_t dtype, int divisor);
 

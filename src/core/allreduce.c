@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/reduce.h"
 #include "core/allreduce.h"
 #include "core/comm.h"
 #include "core/run.h"
@@ -132,6 +133,7 @@ static hiar_result_t plan(hiar_comm_t *comm, hiar_call_t *c)
         hiar_comm_plan_input(comm, c->device, bytes, &in);
         /* Only where the LL kernel can fuse it (rows of whole packets: cuda/norm.cu); else plain LL's limit. */
         in.norm = c->norm && c->norm->hidden * c->esize % 16 == 0;
+        in.floating = hiar_dtype_floating(c->dtype);
         if (c->device)
             HIAR_CHECK(hiar_comm_plan_captured(comm, c->stream, &in));
         c->plan = hiar_plan_choose(&in);

@@ -122,10 +122,12 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                            : hiar_shm_oneshot_default(in->nranks);
     /* The copies for the shards a rank owns (several in a smaller group) must fit the scratch. */
     out->hier_oneshot_max = hier < fits ? hier : fits;
-    /* Over pinned host memory one group's plain kernel of 2 ranks takes data-only packets to 64 KB (plan.h). */
+    /* Over pinned host memory one group's plain kernel of 2 ranks takes float types in data-only packets, to
+     * 64 KB (plan.h). */
     out->ipc_ll_max = ll_limit(in, in->nranks, in->norm,
-                               in->nranks == 2 && in->ngroups == 1 && !in->norm ? HIAR_PINNED_GROUP_LL_MAX
-                                                                                 : HIAR_PINNED_LL_MAX);
+                               in->nranks == 2 && in->ngroups == 1 && in->floating && !in->norm
+                                   ? HIAR_PINNED_GROUP_LL_MAX
+                                   : HIAR_PINNED_LL_MAX);
     out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the

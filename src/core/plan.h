@@ -57,9 +57,11 @@
  * two rounds, LL / push eager 32 KB 7.12-7.18 / 8.52-8.56, 64 KB 9.34-9.56 /
  * 10.52-10.54, 128 KB 15.7-16.0 / 15.5; in graphs 64 KB 8.54-8.73 /
  * 10.03-10.11, 128 KB 15.0 / 14.8-15.0.  So 64 KB for one group's plain
- * kernel of 2 ranks (more ranks, the fused norm and the counterparts'
- * step unmeasured: 16 KB); the kernel over groups keeps one format for the
- * group and the counterparts (device memory's). */
+ * kernel of 2 ranks on float types (integer types have no data-only
+ * packets; more ranks, the fused norm and the counterparts' step
+ * unmeasured: 16 KB, sets of 2 counterparts in data-only packets from 8 KB
+ * as a group of 2); the kernel over groups keeps one format for the group
+ * and the counterparts (device memory's). */
 #define HIAR_PINNED_LL_MAX (16 * 1024)
 #define HIAR_PINNED_GROUP_LL_MAX (64 * 1024)
 /* Largest push one-shot message for more than 2 ranks: one-shot moves
@@ -137,6 +139,7 @@ typedef struct {
     size_t flat_max;    /* HIAR_FLAT_MAX, 0 = default */
     size_t ipc_ll_max;  /* largest message the IPC one-shot (LL) kernel takes */
     int norm;           /* the call fuses an RMSNorm (hiar_allreduce_rmsnorm): core/plan.c ll_limit */
+    int floating;       /* the call's dtype is a float type: data-only LL packets (cuda/ll.cuh ll_large) */
     size_t device_slot; /* device buffers: the smallest slot of any group's kernels (agreed); 0: the default */
     int pinned_alt;     /* device buffers, one group: its pinned-host transport beside CUDA IPC (agreed), for tuning's
                          * "pinned"; 0: none, and such a choice is not taken */

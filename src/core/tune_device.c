@@ -139,6 +139,7 @@ static hiar_plan_t plan_along(const hiar_comm_t *comm, int k, size_t bytes, hiar
 
     memset(all, k, sizeof(all));
     hiar_comm_plan_input(comm, 1, bytes, in);
+    in->floating = 1; /* tuning times bfloat16 and float32 */
     in->tuned_device = all;
     in->tuned_device_n = k == HIAR_TUNE_DEV_BUILTIN ? 0 : HIAR_TUNE_DEV_NSIZES;
     p = hiar_plan_choose(in);

@@ -329,6 +329,18 @@ Test(plan, every_rank_alone)
     got = hiar_plan_choose(&in);
     cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_TWOSHOT,
               "64 MB on the GPU between groups: got %s between %d", hiar_plan_name(got), got.between);
+    /* A forced algorithm names the groups' kernel; over groups of one rank the step between groups still takes
+     * the call (before 2026-12-05 it went staged, and test_gpu's graphs under HIAR_ALGO=twoshot and pull on
+     * one H100 failed: the captures were refused). */
+    in.bytes = 280004;
+    in.algo = HIAR_ALGO_TWOSHOT;
+    got = hiar_plan_choose(&in);
+    cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE, "HIAR_ALGO=twoshot on the GPU: got %s",
+              hiar_plan_name(got));
+    in.algo = HIAR_ALGO_PULL;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)BETWEEN_LL), "HIAR_ALGO=pull on the GPU: got %s",
+              hiar_plan_name(hiar_plan_choose(&in)));
+    in.algo = HIAR_ALGO_AUTO;
     in.between_gpu = 0;
     in.hosts_async = 1;
     for (size_t bytes = 4; bytes <= 64 * M; bytes *= 64) {
@@ -337,12 +349,10 @@ Test(plan, every_rank_alone)
         cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
                   "%zu bytes on the progress engine: got %s", bytes, hiar_plan_name(got));
     }
-    /* A forced algorithm names the groups' kernel: over groups of one rank the step between groups still runs
-     * (staged, a capture would be refused: test_gpu's graphs under HIAR_ALGO=twoshot and pull on one H100). */
-    in.algo = HIAR_ALGO_TWOSHOT;
+    in.algo = HIAR_ALGO_TWOSHOT; /* ... and on the progress engine */
     in.bytes = 280004;
     got = hiar_plan_choose(&in);
-    cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE, "HIAR_ALGO=twoshot: got %s",
+    cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE, "HIAR_ALGO=twoshot on the engine: got %s",
               hiar_plan_name(got));
     in.algo = HIAR_ALGO_MPI;
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)STAGED(MPI)));
@@ -432,8 +442,8 @@ Test(plan, fused_between)
 }
 
 /*
- * A group through pinned host memory: LL (polled over PCIe) up to 64 KB for 2 ranks (data-only packets), 16 KB
- * for more and for a fused norm, then push.
+ * A group through pinned host memory: LL (polled over PCIe) up to 64 KB for 2 ranks on float types (data-only
+ * packets), 16 KB for integer types, for more ranks and for a fused norm, then push.
  */
 Test(plan, pinned_group)
 {
@@ -441,12 +451,19 @@ Test(plan, pinned_group)
 
     in.nranks = 2;
     in.ngroups = in.host_ngroups = 1;
-    in.device = in.ipc = in.pinned = 1;
+    in.device = in.ipc = in.pinned = in.floating = 1;
     in.ipc_ll_max = 512 * K;
     in.bytes = 64 * K;
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
     in.bytes = 64 * K + 2;
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.floating = 0;
+    in.bytes = HIAR_PINNED_LL_MAX;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL));
+    in.bytes = HIAR_PINNED_LL_MAX + 4;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "integer types past 16 KB");
+    in.floating = 1;
+    in.bytes = 64 * K + 2;
     in.oneshot_max = 128 * K;
     cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_LL), "HIAR_ONESHOT_MAX wins");
     in.oneshot_max = 0;
@@ -934,6 +951,7 @@ Test(plan, tuned_pinned_beside_ipc)
     unsigned char dev[HIAR_TUNE_DEV_NSIZES];
     hiar_plan_input_t in = one_group_tuned(2, dev);
 
+    in.floating = 1; /* float types: data-only LL over pinned memory, to 64 KB on 2 ranks */
     memset(dev, HIAR_TUNE_DEV_PINNED, sizeof(dev));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         hiar_plan_t p;
@@ -951,6 +969,9 @@ Test(plan, tuned_pinned_beside_ipc)
     }
     in.pinned_alt = 1;
     in.bytes = 64 * K;
+    in.floating = 0;
+    cr_expect_str_eq(hiar_plan_name(hiar_plan_choose(&in)), "pinned-push", "integer types: LL to 16 KB");
+    in.floating = 1;
     in.oneshot_max = 32 * K;
     cr_expect(same(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "HIAR_ONESHOT_MAX wins");
     in.oneshot_max = 0;
