@@ -502,3 +502,19 @@ Test(reduce, half_types_round_once)
     hiar_reduce_host(&dst, srcs, 2, 1, HIAR_FLOAT16, HIAR_SUM, 0);
     cr_expect(isinf(f16_to_float(dst)), "float16 65504+16 = %g, expected Inf", f16_to_float(dst));
 }
+
+/* The float types, written out here (not from dtypes.def): the LL kernel's data-only packets are for these only. */
+Test(reduce, dtype_floating)
+{
+    static const struct {
+        hiar_dtype_t dtype;
+        int floating;
+    } want[] = {{HIAR_INT32, 0},   {HIAR_INT64, 0},   {HIAR_FLOAT16, 1}, {HIAR_BFLOAT16, 1},
+                {HIAR_FLOAT32, 1}, {HIAR_FLOAT64, 1}, {HIAR_UINT8, 0},   {HIAR_INT8, 0}};
+
+    cr_assert_eq(sizeof(want) / sizeof(want[0]), HIAR_DTYPE_COUNT);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        cr_expect_eq(hiar_dtype_floating(want[i].dtype), want[i].floating, "%s", hiar_dtype_name(want[i].dtype));
+    cr_expect_eq(hiar_dtype_floating(HIAR_DTYPE_COUNT), 0);
+    cr_expect_eq(hiar_dtype_floating((hiar_dtype_t)-1), 0);
+}
