@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|perhost[-tests|-bench]|alone[-onehost|-hosts|-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|perhost[-tests|-bench]|alone[-onehost|-hosts|-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
@@ -88,6 +88,18 @@ alone_bench() {
     run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar --train --buckets 8 --bucket-bytes 25M \
         --compute-us 2000
 }
+# Where a call between hosts spends its time on the calling thread (issue 17: --overlap 63-87 us on one H100,
+# goal 50): the call marks of a marked tree (gpu-lib.sh gpu_marked_tree, doc/testing.md), --overlap and the
+# small sizes, rank 0's marks per comm; then the unmarked tree's --overlap beside them.
+marks_part() {
+    local marked m="$m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=CALL"
+    marked=$(gpu_marked_tree) || return 1
+    run marks $m $as "$marked/bench/hiar-bench" -m device -d bfloat16 -o sum --impl hiar -b 64K -e 64M -f 4 \
+        -n 10 -w 2 --overlap
+    run marks $m $as "$marked/bench/hiar-bench" -m device -d bfloat16 -o sum --impl hiar -b 1K -e 64K -f 4 -n 50 -w 5
+    run marks $m4 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
+    grep -h "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
+}
 mps_restart() {
     echo quit | nvidia-cuda-mps-control
     sleep 2
@@ -132,6 +144,7 @@ ucx) ucx_part ;;
 perhost) perhost_tests; perhost_bench ;;
 perhost-tests) perhost_tests ;;
 perhost-bench) perhost_bench ;;
+marks) marks_part ;;
 alone) alone_onehost; alone_hosts; alone_bench ;;
 alone-onehost) alone_onehost ;;
 alone-hosts) alone_hosts ;;

@@ -125,16 +125,10 @@ hierblocks_part() {
 # beside this one, the decode benchmark at 2 and 4 ranks and the plain LL allreduce of those sizes, in
 # both builds (the marks' totals against the unmarked times), the marks logged at the comms' destroy.
 marks_part() {
-    local m2="$mpi -np $np" m4="$mpi -np $((2 * np))" marked=/tmp/hiar-marks dbg="-x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=IPC"
-    local tarball=${MARKS_TAR:-/tmp/hiar-built.tar.gz} # the release tarball .dev/go.sh built this tree from
-    if [ ! -x "$marked/src/bench/hiar-bench" ]; then
-        rm -rf "$marked" && mkdir -p "$marked/src" && tar xzf "$tarball" -C "$marked/src" --strip-components=1 &&
-            (cd "$marked/src" && ./configure --with-cuda-arch=90 --without-criterion CPPFLAGS=-DHIAR_KERNEL_MARKS &&
-                make -j16) >"$out/marks-build.log" 2>&1 ||
-            { echo "marks build failed (marks-build.log)" | tee -a "$out/summary.txt"; return 1; }
-    fi
+    local m2="$mpi -np $np" m4="$mpi -np $((2 * np))" marked dbg="-x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=IPC"
+    marked=$(gpu_marked_tree) || return 1
     mps_start
-    for tree in . "$marked/src"; do
+    for tree in . "$marked"; do
         echo "tree $tree" >>"$out/bench-marks.log"
         for m in "$m2" "$m4"; do
             run bench-marks $m $dbg "$tree/bench/hiar-bench" -m device -d bfloat16 -o sum --impl hiar --decode \

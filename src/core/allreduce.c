@@ -206,6 +206,7 @@ static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_resul
 hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t rc, const char *name)
 {
     hiar_wait_t wait;
+    uint64_t t0 = HIAR_MARKS_NOW();
 
     /* With HIAR_CHECK=global a local failure is shared with the peers. */
     if (rc != HIAR_SUCCESS && !hiar_comm_checks_globally(comm))
@@ -216,11 +217,14 @@ hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t 
     call->wait = &wait;
     call->divisor = call->op == HIAR_AVG ? comm->size : 0;
     rc = describe_call(comm, call, rc);
+    HIAR_MARKS_BEGIN(call, call->device ? &comm->marks : NULL, t0);
+    HIAR_MARK(call, "described");
     if (rc == HIAR_SUCCESS && call->count > 0) {
         rc = hiar_run(comm, call);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }
+    HIAR_MARKS_END(call, "returned");
     call->wait = NULL;
     hiar_comm_leave(comm);
     return rc;

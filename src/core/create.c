@@ -24,11 +24,27 @@
  * memory or use a freed communicator: SIGSEGV in the resumed-peer test
  * (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
  */
+/* Where device calls spent their time on the calling thread, in builds that keep call marks (base/marks.h). */
+static void log_marks(const hiar_comm_t *comm)
+{
+#ifdef HIAR_CALL_MARKS
+    char text[640];
+
+    if (!comm->marks.calls || !hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_CALL))
+        return;
+    hiar_marks_report(&comm->marks, text, sizeof(text));
+    HIAR_INFO(CALL, "call marks, rank %d, device calls on the calling thread: %s", comm->rank, text);
+#else
+    (void)comm;
+#endif
+}
+
 static void comm_free(hiar_comm_t *comm, int collective)
 {
     int keep = comm->failed != HIAR_SUCCESS;
     int flags = (collective ? HIAR_TEARDOWN_COLLECTIVE : 0) | (keep ? HIAR_TEARDOWN_KEEP : 0);
 
+    log_marks(comm);
 #ifdef HIAR_HAVE_CUDA
     hiar_gpu_destroy(comm->gpu, flags);
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/marks.h"
 #include "base/pieces.h"
 #include "base/reduce.h"
 #include "core/hier.h"
@@ -213,14 +214,20 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     const hiar_tier_t *t = &d->tier;
     int over_mpi = c->plan.between == HIAR_KERNEL_NONE;
 
+    hiar_result_t rc;
+
     HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
+    HIAR_MARK(c, "reduce-scatter");
     if (over_mpi && comm->gpu->hosts && !comm->gpu->between.per_host)
         HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
     else if (over_mpi && comm->gpu->between.per_host && per_host_call_fits(comm, c))
         HIAR_CHECK(per_host_call(comm, c));
     else
         HIAR_CHECK(each_owned_shard(comm, c, HIAR_STEP_ALLREDUCE, between_shard));
-    return d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
+    HIAR_MARK(c, "between groups");
+    rc = d->tp->run(d->state, t, c, HIAR_STEP_ALLGATHER);
+    HIAR_MARK(c, "all-gather");
+    return rc;
 }
 
 hiar_result_t hiar_hier_device_fused(hiar_comm_t *comm, const hiar_call_t *c)

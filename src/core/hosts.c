@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/marks.h"
 #include "core/hosts.h"
 #include "cuda/api.h"
 #include "net/coll.h"
@@ -436,6 +437,7 @@ static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hi
     if (capturing && h->device_pointers)
         HIAR_CHECK(warm(h, &job, used, c->wait));
     HIAR_CHECK(hiar_progress_submit(h->engine, &job, c->wait));
+    HIAR_MARK(c, "hand-off to the thread");
     /* A job no graph will tell the end of keeps its slot for the comm's life, as all did before recycling. */
     if (capturing && mark_on_destroy(h, c->stream, slot) != HIAR_SUCCESS && !h->warned_marks) {
         h->warned_marks = 1;
@@ -446,6 +448,7 @@ static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hi
     if (!capturing)
         k.turn = hiar_hosts_next_turn(h->turn);
     HIAR_CHECK(hiar_hosts_reduce(h->gpu, &k, c));
+    HIAR_MARK(c, "hosts kernel");
     if (!capturing)
         h->turn = k.turn;
     return HIAR_SUCCESS;

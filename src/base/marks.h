@@ -1,0 +1,54 @@
+/*
+ * Host phase marks of calls: where a call's time goes on the calling thread
+ * (describing it, each launch, handing a job to the progress thread), as
+ * the kernels' phase marks (cuda/api.h) tell it on the GPU.  In builds with
+ * HIAR_CALL_MARKS defined (./configure CPPFLAGS=-DHIAR_CALL_MARKS;
+ * doc/testing.md) a device call stamps its phases and the comm logs the
+ * mean per call at destroy (HIAR_DEBUG=INFO, HIAR_DEBUG_SUBSYS=CALL); in
+ * other builds HIAR_MARK is nothing.  Why: a call between hosts returned 63-87
+ * us after it was made with 5 ms of work ahead on the stream (one H100,
+ * 2026-12-05), against a goal of 50, and only a timing inside the call
+ * says which part to cut.
+ */
+#ifndef HIAR_MARKS_H
+#define HIAR_MARKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/wait.h"
+
+#define HIAR_MARKS_MAX 12
+
+typedef struct hiar_marks {
+    uint64_t last;  /* the call's previous stamp (hiar_now_ns) */
+    uint64_t calls; /* calls that ended (hiar_marks_end) */
+    int n;          /* phases seen, in the order first seen */
+    const char *phase[HIAR_MARKS_MAX];
+    uint64_t ns[HIAR_MARKS_MAX]; /* per phase: the time from the stamp before, summed over calls */
+} hiar_marks_t;
+
+/* A call starts at t0 (its entry's hiar_now_ns); m NULL: nothing. */
+void hiar_marks_begin(hiar_marks_t *m, uint64_t t0);
+/* The time since the last stamp goes to phase (a string literal; past HIAR_MARKS_MAX phases, to the last). */
+void hiar_marks_stamp(hiar_marks_t *m, const char *phase);
+/* The call's last phase, and one more call counted. */
+void hiar_marks_end(hiar_marks_t *m, const char *phase);
+/* "N calls, us per call: phase 1.23, ... (total 4.56)" into out; 0 calls: "no calls". */
+void hiar_marks_report(const hiar_marks_t *m, char *out, size_t len);
+
+/* A call's stamps: HIAR_MARKS_NOW at its entry, HIAR_MARKS_BEGIN once it knows its marks (m: NULL for none),
+ * HIAR_MARK after each phase, HIAR_MARKS_END when it returns. */
+#ifdef HIAR_CALL_MARKS
+#define HIAR_MARKS_NOW() hiar_now_ns()
+#define HIAR_MARKS_BEGIN(call, m, t0) ((call)->marks = (m), hiar_marks_begin((call)->marks, t0))
+#define HIAR_MARK(call, phase) hiar_marks_stamp((call)->marks, phase)
+#define HIAR_MARKS_END(call, phase) hiar_marks_end((call)->marks, phase)
+#else
+#define HIAR_MARKS_NOW() ((uint64_t)0)
+#define HIAR_MARKS_BEGIN(call, m, t0) ((void)(t0))
+#define HIAR_MARK(call, phase) ((void)0)
+#define HIAR_MARKS_END(call, phase) ((void)0)
+#endif
+
+#endif
