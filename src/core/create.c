@@ -14,16 +14,6 @@
 #include "core/tune.h"
 #include "net/coll.h"
 
-/*
- * Frees what create made; collective = 0: without talking to peers (abort).
- *
- * A failed comm keeps its MPI communicators, its shared segment and its MPI
- * scratch: the call that failed may have left receives posted into them
- * (net/inter.c), and a peer that comes late completes them, into the segment
- * and through the communicator.  Freeing them let MPI write into unmapped
- * memory or use a freed communicator: SIGSEGV in the resumed-peer test
- * (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
- */
 /* Where device calls spent their time on the calling thread, in builds that keep call marks (base/marks.h). */
 static void log_marks(const hiar_comm_t *comm)
 {
@@ -39,6 +29,16 @@ static void log_marks(const hiar_comm_t *comm)
 #endif
 }
 
+/*
+ * Frees what create made; collective = 0: without talking to peers (abort).
+ *
+ * A failed comm keeps its MPI communicators, its shared segment and its MPI
+ * scratch: the call that failed may have left receives posted into them
+ * (net/inter.c), and a peer that comes late completes them, into the segment
+ * and through the communicator.  Freeing them let MPI write into unmapped
+ * memory or use a freed communicator: SIGSEGV in the resumed-peer test
+ * (tests/mpi/faults-stall.test).  The cost is one failed comm's buffers.
+ */
 static void comm_free(hiar_comm_t *comm, int collective)
 {
     int keep = comm->failed != HIAR_SUCCESS;

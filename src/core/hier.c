@@ -213,7 +213,6 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     hiar_side_t *d = &comm->gpu->side;
     const hiar_tier_t *t = &d->tier;
     int over_mpi = c->plan.between == HIAR_KERNEL_NONE;
-
     hiar_result_t rc;
 
     HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
