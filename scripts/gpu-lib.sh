@@ -23,8 +23,8 @@ gpu_run() {
 
 #   gpu_marked_tree
 #
-# A tree built with the kernels' and the calls' phase marks (doc/testing.md:
-# CPPFLAGS=-DHIAR_KERNEL_MARKS -DHIAR_CALL_MARKS) from the release tarball
+# A tree built with the kernels' phase marks (doc/testing.md:
+# CPPFLAGS=-DHIAR_KERNEL_MARKS) from the release tarball
 # this one came from (MARKS_TAR, default .dev/go.sh's copy), once per machine
 # start: its top directory, /tmp/hiar-marks/src.  Returns 1 if it cannot build.
 gpu_marked_tree() {
@@ -32,7 +32,7 @@ gpu_marked_tree() {
     if [ ! -x "$marked/src/bench/hiar-bench" ]; then
         rm -rf "$marked" && mkdir -p "$marked/src" && tar xzf "$tarball" -C "$marked/src" --strip-components=1 &&
             (cd "$marked/src" && ./configure --with-cuda-arch=90 --without-criterion \
-                CPPFLAGS="-DHIAR_KERNEL_MARKS -DHIAR_CALL_MARKS" && make -j16) >"$out/marks-build.log" 2>&1 ||
+                CPPFLAGS=-DHIAR_KERNEL_MARKS && make -j16) >"$out/marks-build.log" 2>&1 ||
             { echo "marks build failed (marks-build.log)" | tee -a "$out/summary.txt"; return 1; }
     fi
     echo "$marked/src"

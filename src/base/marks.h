@@ -1,14 +1,15 @@
 /*
  * Host phase marks of calls: where a call's time goes on the calling thread
  * (describing it, each launch, handing a job to the progress thread), as
- * the kernels' phase marks (cuda/api.h) tell it on the GPU.  In builds with
- * HIAR_CALL_MARKS defined (./configure CPPFLAGS=-DHIAR_CALL_MARKS;
- * doc/testing.md) a device call stamps its phases and the comm logs the
- * mean per call at destroy (HIAR_DEBUG=INFO, HIAR_DEBUG_SUBSYS=CALL); in
- * other builds HIAR_MARK is nothing.  Why: a call between hosts returned 63-87
- * us after it was made with 5 ms of work ahead on the stream (one H100,
- * 2026-12-05), against a goal of 50, and only a timing inside the call
- * says which part to cut.
+ * the kernels' phase marks (cuda/api.h) tell it on the GPU.  With
+ * HIAR_CALL_MARKS=1 (doc/testing.md) a device call stamps its phases into
+ * the comm's marks and the comm logs the mean per call at destroy
+ * (HIAR_DEBUG=INFO, subsystem CALL); otherwise a call's marks are NULL and
+ * each HIAR_MARK is one test.  A parameter, not a build: every build has
+ * them, tested, and a GPU session needs no second tree.  Why: a call between
+ * hosts returned 63-87 us after it was made with 5 ms of work ahead on the
+ * stream (one H100, 2026-12-05), against a goal of 50, and only a timing
+ * inside the call says which part to cut.
  */
 #ifndef HIAR_MARKS_H
 #define HIAR_MARKS_H
@@ -37,18 +38,11 @@ void hiar_marks_end(hiar_marks_t *m, const char *phase);
 /* "N calls, us per call: phase 1.23, ... (total 4.56)" into out; 0 calls: "no calls". */
 void hiar_marks_report(const hiar_marks_t *m, char *out, size_t len);
 
-/* A call's stamps: HIAR_MARKS_NOW at its entry, HIAR_MARKS_BEGIN once it knows its marks (m: NULL for none),
- * HIAR_MARK after each phase, HIAR_MARKS_END when it returns. */
-#ifdef HIAR_CALL_MARKS
-#define HIAR_MARKS_NOW() hiar_now_ns()
-#define HIAR_MARKS_BEGIN(call, m, t0) ((call)->marks = (m), hiar_marks_begin((call)->marks, t0))
-#define HIAR_MARK(call, phase) hiar_marks_stamp((call)->marks, phase)
-#define HIAR_MARKS_END(call, phase) hiar_marks_end((call)->marks, phase)
-#else
-#define HIAR_MARKS_NOW() ((uint64_t)0)
-#define HIAR_MARKS_BEGIN(call, m, t0) ((void)(t0))
-#define HIAR_MARK(call, phase) ((void)0)
-#define HIAR_MARKS_END(call, phase) ((void)0)
-#endif
+/* After each phase of a call whose marks are kept (call->marks; NULL: none, one test). */
+#define HIAR_MARK(call, phase)                     \
+    do {                                           \
+        if ((call)->marks)                         \
+            hiar_marks_stamp((call)->marks, phase); \
+    } while (0)
 
 #endif

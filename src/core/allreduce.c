@@ -206,25 +206,32 @@ static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_resul
 hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t rc, const char *name)
 {
     hiar_wait_t wait;
-    uint64_t t0 = HIAR_MARKS_NOW();
+    int marked;
+    uint64_t t0;
 
     /* With HIAR_CHECK=global a local failure is shared with the peers. */
     if (rc != HIAR_SUCCESS && !hiar_comm_checks_globally(comm))
         return rc;
     HIAR_CHECK(hiar_comm_enter(comm, name));
+    marked = hiar_comm_param(comm, HIAR_P_CALL_MARKS) != 0; /* HIAR_CALL_MARKS: base/marks.h */
+    t0 = marked ? hiar_now_ns() : 0;
     /* One deadline for the whole call: checks, chunks, barriers and MPI steps. */
     wait = hiar_comm_wait(comm, name);
     call->wait = &wait;
     call->divisor = call->op == HIAR_AVG ? comm->size : 0;
     rc = describe_call(comm, call, rc);
-    HIAR_MARKS_BEGIN(call, call->device ? &comm->marks : NULL, t0);
+    if (marked) {
+        call->marks = &comm->marks[call->device];
+        hiar_marks_begin(call->marks, t0);
+    }
     HIAR_MARK(call, "described");
     if (rc == HIAR_SUCCESS && call->count > 0) {
         rc = hiar_run(comm, call);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }
-    HIAR_MARKS_END(call, "returned");
+    if (call->marks)
+        hiar_marks_end(call->marks, "returned");
     call->wait = NULL;
     hiar_comm_leave(comm);
     return rc;

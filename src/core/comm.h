@@ -27,7 +27,7 @@ struct hiar_comm {
     size_t shm_free;              /* the least free bytes of /dev/shm over the ranks at creation; 0: not known */
     uint64_t spin_ns;             /* how long a call's waits spin before they yield (HIAR_YIELD: core/yield.c) */
     char yield_why[256];
-    hiar_marks_t marks; /* device calls' host phase marks (base/marks.h: HIAR_CALL_MARKS builds), logged at destroy */
+    hiar_marks_t marks[2]; /* host and device calls' phase marks (HIAR_CALL_MARKS, base/marks.h), logged at destroy */
     /* The last host-buffer call's plan (core/allreduce.c plan): once the comm is made, a host call's plan
      * depends on its size alone, and programs repeat their sizes.  Anything that changes the plan's inputs
      * after creation must clear it. */

@@ -14,19 +14,18 @@
 #include "core/tune.h"
 #include "net/coll.h"
 
-/* Where device calls spent their time on the calling thread, in builds that keep call marks (base/marks.h). */
+/* Where calls spent their time on the calling thread, under HIAR_CALL_MARKS=1 (base/marks.h). */
 static void log_marks(const hiar_comm_t *comm)
 {
-#ifdef HIAR_CALL_MARKS
     char text[640];
 
-    if (!comm->marks.calls || !hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_CALL))
-        return;
-    hiar_marks_report(&comm->marks, text, sizeof(text));
-    HIAR_INFO(CALL, "call marks, rank %d, device calls on the calling thread: %s", comm->rank, text);
-#else
-    (void)comm;
-#endif
+    for (int device = 0; device < 2; device++) {
+        if (!comm->marks[device].calls || !hiar_log_enabled(HIAR_LOG_INFO, HIAR_SUB_CALL))
+            continue;
+        hiar_marks_report(&comm->marks[device], text, sizeof(text));
+        HIAR_INFO(CALL, "call marks, rank %d, %s calls on the calling thread: %s", comm->rank,
+                  device ? "device" : "host", text);
+    }
 }
 
 /*

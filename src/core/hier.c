@@ -31,10 +31,15 @@ static hiar_result_t host_between(hiar_comm_t *comm, const hiar_call_t *c)
 hiar_result_t hiar_hier_host(hiar_comm_t *comm, const hiar_call_t *c)
 {
     hiar_side_t *h = &comm->host;
+    hiar_result_t rc;
 
     HIAR_CHECK(h->tp->run(h->state, &h->tier, c, HIAR_STEP_REDUCE_SCATTER));
+    HIAR_MARK(c, "reduce-scatter");
     HIAR_CHECK(host_between(comm, c));
-    return h->tp->run(h->state, &h->tier, c, HIAR_STEP_ALLGATHER);
+    HIAR_MARK(c, "between groups");
+    rc = h->tp->run(h->state, &h->tier, c, HIAR_STEP_ALLGATHER);
+    HIAR_MARK(c, "all-gather");
+    return rc;
 }
 
 /* MPI works in the scratch: see run_mpi (run.c). */
