@@ -90,7 +90,7 @@ typedef struct hiar_call {
     const struct hiar_ipc_direct *out_window;
     const hiar_norm_t *norm; /* an RMSNorm fused into the kernel (plan: one group, LL); NULL: none */
     void *completion;       /* asynchronous completion; NULL: stream order (reserved) */
-    struct hiar_marks *marks; /* host phase marks (base/marks.h: HIAR_CALL_MARKS builds); NULL: none kept */
+    struct hiar_marks *marks; /* phase marks on the calling thread (base/marks.h, HIAR_CALL_MARKS); NULL: none */
 } hiar_call_t;
 
 static inline size_t hiar_call_bytes(const hiar_call_t *c)

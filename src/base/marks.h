@@ -2,8 +2,8 @@
  * Host phase marks of calls: where a call's time goes on the calling thread
  * (describing it, each launch, handing a job to the progress thread), as
  * the kernels' phase marks (cuda/api.h) tell it on the GPU.  With
- * HIAR_CALL_MARKS=1 (doc/testing.md) a device call stamps its phases into
- * the comm's marks and the comm logs the mean per call at destroy
+ * HIAR_CALL_MARKS=1 (doc/testing.md) a call stamps its phases into the
+ * comm's marks (host and device calls apart) and the comm logs the mean per call at destroy
  * (HIAR_DEBUG=INFO, subsystem CALL); otherwise a call's marks are NULL and
  * each HIAR_MARK is one test.  A parameter, not a build: every build has
  * them, tested, and a GPU session needs no second tree.  Why: a call between

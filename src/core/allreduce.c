@@ -223,14 +223,14 @@ hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t 
     if (marked) {
         call->marks = &comm->marks[call->device];
         hiar_marks_begin(call->marks, t0);
+        hiar_marks_stamp(call->marks, "described");
     }
-    HIAR_MARK(call, "described");
     if (rc == HIAR_SUCCESS && call->count > 0) {
         rc = hiar_run(comm, call);
         if (rc != HIAR_SUCCESS)
             hiar_comm_fail(comm, rc);
     }
-    if (call->marks)
+    if (marked)
         hiar_marks_end(call->marks, "returned");
     call->wait = NULL;
     hiar_comm_leave(comm);
