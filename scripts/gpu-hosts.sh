@@ -41,7 +41,7 @@ bench_part() {
 }
 # Groups on several hosts, as many on each (issue 16, item 4): each host's owners of a shard reduce-scatter it on
 # the GPU, only the parts cross between hosts. 2 hosts of 2 groups of 2 ranks, 3 hosts of 2 such groups.
-# (Groups of one rank each: alone_tests below.)
+# (Groups of one rank each: alone_onehost and alone_hosts below.)
 perhost_tests() {
     run perhost $mpi -np 8 -x HIAR_RANKS_PER_HOST=4 -x HIAR_GROUPS="0,1|2,3|4,5|6,7" $as \
         ./tests/gpu/test_gpu --quick --per-host
