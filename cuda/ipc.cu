@@ -11,7 +11,6 @@ struct hiar_ipc {
     hiar_ipc_args_t args;         /* what the kernels get; base[me] is own */
     int device;
     size_t bytes;                 /* one rank's allocation */
-    int pinned;                   /* the buffers are the caller's pinned host memory (hiar_ipc_create_pinned) */
     void *segment;                /* pinned: the caller's segment, kept for its teardown */
     size_t segment_bytes;
     hiar_cuda_control_t own;      /* its own control words */
@@ -92,7 +91,7 @@ static hiar_result_t create(int me, int n, size_t slot_bytes, int timeout_ms, ch
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the IPC transport");
     ipc->args.n = n;
     ipc->args.me = me;
-    ipc->pinned = ipc->args.host_memory = host != NULL;
+    ipc->args.host_memory = host != NULL;
     lay_out(ipc, slot_bytes);
     rc = allocate(ipc, timeout_ms, host);
     if (rc != HIAR_SUCCESS) {
@@ -348,7 +347,7 @@ extern "C" void hiar_ipc_unmap_peers(hiar_ipc_t *ipc)
 
     for (int p = 0; p < a->n; p++)
         if (p != a->me && a->base[p]) {
-            if (!ipc->pinned)
+            if (!ipc->args.host_memory)
                 hiar_cuda_unmap(ipc->device, a->base[p]);
             a->base[p] = NULL;
         }
@@ -359,7 +358,7 @@ extern "C" void hiar_ipc_destroy(hiar_ipc_t *ipc)
     if (!ipc)
         return;
     hiar_ipc_unmap_peers(ipc);
-    if (!ipc->pinned)
+    if (!ipc->args.host_memory)
         cudaFree(ipc->args.base[ipc->args.me]);
     cudaFree(ipc->args.state);
     hiar_cuda_control_destroy(&ipc->own);

@@ -78,7 +78,7 @@ typedef struct {
     unsigned max_blocks, push_blocks, ll_blocks;
     int pdl;             /* launch for programmatic dependent launch (hiar_ipc_launch) */
     int clusters;        /* kernels may run in thread-block clusters (sm_90: hiar_ipc_launch_clusters) */
-    int host_memory;     /* the buffers are pinned host memory, every rank's (a transport's memory is one kind) */
+    int host_memory;     /* the buffers are pinned host memory (hiar_ipc_create_pinned), every rank's: one kind a transport */
     size_t ll_offset, data_offset;
 } hiar_ipc_args_t;
 

@@ -236,11 +236,16 @@ static int shard_spread(const hiar_tier_t *t)
 
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_side_t *group,
                                  const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
-                                 int pinned)
+                                 int pinned, int per_host_ok)
 {
     const hiar_tier_t *t = &group->tier;
     int per_host = 0, ok;
     const char *why = mode == HIAR_BETWEEN_MPI ? "HIAR_BETWEEN=mpi" : unfit(t, facts, &per_host);
+
+    /* Before any collective, on every rank alike: per_host -1 (this rank could not count the groups per host)
+     * comes only where the others have per_host > 0 or a why of their own. */
+    if (!why && per_host && !per_host_ok)
+        why = "every rank alone, on several hosts of several ranks";
 
     memset(b, 0, sizeof(*b));
     b->nshards = t->nshards;

@@ -47,13 +47,16 @@ typedef struct {
 /*
  * Collective over mpi (every rank of the comm, with its connected device
  * side `group` and every rank's facts).  mode: HIAR_BETWEEN_*; pinned: HIAR_PINNED (pinned
- * host memory, not CUDA IPC).  CUDA IPC that fails falls back to pinned
- * host memory; failure of both to MPI on every rank (one WARN); only a
- * failed agreement is returned.
+ * host memory, not CUDA IPC); per_host_ok: whether the comm takes the sets
+ * within each host of groups over several hosts (they serve only the
+ * progress engine's parts between hosts; 0: MPI there, `why` says so; the
+ * same on every rank).  CUDA IPC that fails falls back to pinned host
+ * memory; failure of both to MPI on every rank (one WARN); only a failed
+ * agreement is returned.
  */
 hiar_result_t hiar_between_setup(hiar_between_t *b, MPI_Comm mpi, const hiar_side_t *group,
                                  const hiar_topo_fact_t *facts, const hiar_transport_config_t *cfg, int mode,
-                                 int pinned);
+                                 int pinned, int per_host_ok);
 
 /* HIAR_TEARDOWN_* flags; collective over the shard communicators, in shard order. */
 void hiar_between_free(hiar_between_t *b, int flags);

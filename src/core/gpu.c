@@ -349,17 +349,11 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
      * every peer (n - 1 times the message a rank, where MPI's ring sends about twice). */
     alone = gpu->side.tier.groups.ngroups == env->size;
     if (gpu->hier_ok && !(alone && env->params->v[HIAR_P_GROUP_LEVEL].num == HIAR_LEVEL_RANK)) {
+        /* Alone on hosts of several ranks, no sets within each host: they serve only the engine's parts between
+         * hosts, which such comms do not get (below). */
         HIAR_CHECK(hiar_between_setup(&gpu->between, env->mpi, &gpu->side, gpu->facts, &gpu->cfg,
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
-                                      (int)env->params->v[HIAR_P_PINNED].num));
-        /* Alone on hosts of several ranks: the sets within each host serve only the engine's parts between hosts,
-         * which such comms do not get (agreed: the groups and per_host are) - nothing to hold 64 MB slots for. */
-        if (alone && gpu->between.per_host) {
-            hiar_between_free(&gpu->between, HIAR_TEARDOWN_COLLECTIVE);
-            gpu->between.nshards = gpu->side.tier.nshards;
-            snprintf(gpu->between.why, sizeof(gpu->between.why),
-                     "mpi through pinned host memory (every rank alone, on several hosts of several ranks)");
-        }
+                                      (int)env->params->v[HIAR_P_PINNED].num, !alone));
         /* Groups whose step is not on the GPU take it over MPI. */
         if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu && (!alone || env->size == 2))
             HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
