@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|perhost[-tests|-bench]|alone[-onehost|-hosts|-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
@@ -72,7 +72,12 @@ alone_onehost() {
     run alone $mpi -np 2 -x HIAR_GROUPS="0|1" ./tests/gpu/test_gpu --quick
     # Without the group over the host: the kernel over groups with groups of one (hier_ll, group.n = 1).
     run alone $mpi -np 2 -x HIAR_GROUPS="0|1" -x HIAR_FLAT=0 ./tests/gpu/test_gpu --quick
+    alone_three
+}
+# Three ranks alone: on one host the kernels between groups (capturable); on 3 hosts staged MPI (captures refused).
+alone_three() {
     run alone $mpi -np 3 -x HIAR_GROUPS="0|1|2" ./tests/gpu/test_gpu --quick
+    run alone $mpi -np 3 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
 }
 alone_hosts() {
     run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
@@ -149,6 +154,7 @@ perhost-bench) perhost_bench ;;
 marks) marks_part ;;
 alone) alone_onehost; alone_hosts; alone_bench ;;
 alone-onehost) alone_onehost ;;
+alone-three) alone_three ;;
 alone-hosts) alone_hosts ;;
 alone-bench) alone_bench ;;
 *) tests_part; perhost_tests; alone_onehost; alone_hosts; bench_part; ucx_part ;;

@@ -29,7 +29,7 @@ void hiar_marks_stamp(hiar_marks_t *m, const char *phase)
     if (!m)
         return;
     now = hiar_now_ns();
-    m->ns[phase_of(m, phase)] += now - m->last;
+    m->call[phase_of(m, phase)] += now - m->last;
     m->last = now;
 }
 
@@ -38,6 +38,11 @@ void hiar_marks_end(hiar_marks_t *m, const char *phase)
     if (!m)
         return;
     hiar_marks_stamp(m, phase);
+    for (int i = 0; i < m->n; i++) {
+        m->ns[i] += m->call[i];
+        m->max[i] = m->call[i] > m->max[i] ? m->call[i] : m->max[i];
+        m->call[i] = 0;
+    }
     m->calls++;
 }
 
@@ -53,8 +58,8 @@ void hiar_marks_report(const hiar_marks_t *m, char *out, size_t len)
     at = (size_t)snprintf(out, len, "%llu calls, us per call:", (unsigned long long)m->calls);
     for (int i = 0; i < m->n && at < len; i++) {
         total += m->ns[i];
-        at += (size_t)snprintf(out + at, len - at, "%s %s %.2f", i ? "," : "", m->phase[i],
-                               (double)m->ns[i] / 1e3 / (double)m->calls);
+        at += (size_t)snprintf(out + at, len - at, "%s %s %.2f (max %.2f)", i ? "," : "", m->phase[i],
+                               (double)m->ns[i] / 1e3 / (double)m->calls, (double)m->max[i] / 1e3);
     }
     if (at < len)
         snprintf(out + at, len - at, " (total %.2f)", (double)total / 1e3 / (double)m->calls);

@@ -189,17 +189,28 @@ static hiar_result_t capturable(const hiar_comm_t *comm, const hiar_call_t *c)
     return HIAR_SUCCESS;
 }
 
-/* Everything a call needs to run, checked; rc: the local checks' outcome so far. */
-static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_result_t rc)
+/*
+ * Everything a call needs to run, checked; rc: the local checks' outcome so
+ * far.  The memory kind first: it picks the marks the rest stamps (marked,
+ * t0: HIAR_CALL_MARKS and the call's entry).
+ */
+static hiar_result_t describe_call(hiar_comm_t *comm, hiar_call_t *c, hiar_result_t rc, int marked, uint64_t t0)
 {
     if (rc == HIAR_SUCCESS && c->count > 0 && !c->device_known)
         rc = on_device(comm, c, &c->device);
+    if (marked) {
+        c->marks = &comm->marks[c->device];
+        hiar_marks_begin(c->marks, t0);
+        HIAR_MARK(c, "memory kind");
+    }
     if (rc == HIAR_SUCCESS && c->count > 0)
         rc = plan(comm, c);
+    HIAR_MARK(c, "planned");
     if (rc == HIAR_SUCCESS && c->count > 0)
         rc = capturable(comm, c);
     if (hiar_comm_param(comm, HIAR_P_CHECK) == HIAR_ARGCHECK_GLOBAL)
         rc = check_global(comm, c, rc);
+    HIAR_MARK(c, "checked");
     return rc;
 }
 
@@ -219,12 +230,7 @@ hiar_result_t hiar_call_run(hiar_comm_t *comm, hiar_call_t *call, hiar_result_t 
     wait = hiar_comm_wait(comm, name);
     call->wait = &wait;
     call->divisor = call->op == HIAR_AVG ? comm->size : 0;
-    rc = describe_call(comm, call, rc);
-    if (marked) {
-        call->marks = &comm->marks[call->device];
-        hiar_marks_begin(call->marks, t0);
-        hiar_marks_stamp(call->marks, "described");
-    }
+    rc = describe_call(comm, call, rc, marked, t0);
     if (rc == HIAR_SUCCESS && call->count > 0) {
         rc = hiar_run(comm, call);
         if (rc != HIAR_SUCCESS)

@@ -420,9 +420,11 @@ static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hi
     used = npieces < job.ring ? npieces : job.ring;
     job.stride = stride_of(hiar_pieces_largest(&job.pieces));
     HIAR_CHECK(take_slot(h, capturing, c->wait, &slot));
+    HIAR_MARK(c, "slot taken");
     /* The flags are the slot's last job's too: hiar_progress_submit waits for it before the kernel comes. */
     HIAR_CHECK(job_area(h, slot, capturing, (size_t)used * job.stride, k.n, &a));
     HIAR_CHECK(take_tag(h, link, capturing, &job.tag));
+    HIAR_MARK(c, "slot's flags and tag");
     job.slot = slot;
     job.send = a.send_host;
     job.recv = a.recv_host;

@@ -10,9 +10,11 @@ Test(marks, phases_in_order_per_call)
     char text[256];
 
     for (int call = 0; call < 2; call++) {
-        hiar_marks_begin(&m, hiar_now_ns() - 5000000); /* each call entered 5 ms ago */
+        /* the first call entered 5 ms ago, the second 1 ms ago */
+        hiar_marks_begin(&m, hiar_now_ns() - (call ? 1000000 : 5000000));
         hiar_marks_stamp(&m, "described");
         hiar_marks_stamp(&m, "launched");
+        hiar_marks_stamp(&m, "launched"); /* a second chunk: the same phase, summed in the call */
         hiar_marks_end(&m, "returned");
     }
     cr_assert_eq(m.calls, 2);
@@ -20,9 +22,14 @@ Test(marks, phases_in_order_per_call)
     cr_expect_str_eq(m.phase[0], "described");
     cr_expect_str_eq(m.phase[1], "launched");
     cr_expect_str_eq(m.phase[2], "returned");
-    cr_expect_geq(m.ns[0], 2 * 5000000ull, "the time since entry goes to the first phase");
+    cr_expect_geq(m.ns[0], 6000000ull, "the time since entry goes to the first phase");
+    cr_expect_geq(m.max[0], 5000000ull, "the first call's");
+    cr_expect_lt(m.max[0], 6000000ull, "one call's, not the sum of two");
+    cr_expect_leq(m.max[1], m.ns[1], "a call's chunks are summed before the max");
+    cr_expect_eq(m.call[0] + m.call[1] + m.call[2], 0, "nothing left of an ended call");
     hiar_marks_report(&m, text, sizeof(text));
     cr_expect(strncmp(text, "2 calls, us per call: described ", 32) == 0, "%s", text);
+    cr_expect(strstr(text, " (max 5") || strstr(text, " (max 6"), "the first call's 5 ms: %s", text);
     cr_expect(strstr(text, ", launched ") && strstr(text, ", returned ") && strstr(text, " (total "), "%s", text);
 }
 
