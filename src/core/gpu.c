@@ -345,8 +345,9 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
     gpu->hier_ok = gpu->side.tp != NULL;
     HIAR_CHECK(hiar_net_min(env->mpi, &gpu->hier_ok, 1));
     /* Every rank alone too (but HIAR_GROUP_LEVEL=RANK, pure MPI): its one shard's counterparts are all the ranks,
-     * on the GPU over one host; between hosts on the progress engine for 2 hosts only, since every piece goes to
-     * every peer (n - 1 times the message a rank, where MPI's ring sends about twice). */
+     * on the GPU over one host; between hosts on the progress engine in rounds over the prime factors of the
+     * ranks where none is above 3 (core/hosts.c: the message log2(n) times a rank for n a power of 2, where MPI's
+     * ring sends it about twice, but asynchronous and capturable), else on staged MPI. */
     alone = gpu->side.tier.groups.ngroups == env->size;
     if (gpu->hier_ok && !(alone && env->params->v[HIAR_P_GROUP_LEVEL].num == HIAR_LEVEL_RANK)) {
         /* Alone on hosts of several ranks, no sets within each host: they serve only the engine's parts between
@@ -355,7 +356,7 @@ static hiar_result_t gpu_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu)
                                       (int)env->params->v[HIAR_P_BETWEEN].num,
                                       (int)env->params->v[HIAR_P_PINNED].num, !alone));
         /* Groups whose step is not on the GPU take it over MPI. */
-        if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu && (!alone || env->size == 2))
+        if (gpu->side.tier.groups.ngroups > 1 && !gpu->between.on_gpu && (!alone || hiar_hosts_alone_ok(env->size)))
             HIAR_CHECK(hosts_setup(env, gpu, on_gpu));
     }
     gpu->pinned = gpu->side.tp == &hiar_transport_pinned || hiar_between_pinned(&gpu->between);

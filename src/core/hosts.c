@@ -91,11 +91,29 @@ static void graph_gone(void *arg)
     free(g);
 }
 
+/*
+ * Every rank alone in its group (a rank per host): the one shard's owners
+ * are all the ranks, and one job over all of them would send the whole
+ * message to each of n - 1 peers.  Instead n is split into prime factors
+ * (mixed radix, smallest first) and a job per factor p runs over the p
+ * ranks that differ from this one in that digit only: each rank sends the
+ * message (p - 1) times a round, sum(p - 1) in all (4 ranks: 2 rounds of 2,
+ * twice the message, against 3 times in one job; 8 ranks: 3 against 7;
+ * MPI's ring: about 2).  Each round's kernel reduces in the link's rank
+ * order what the round before left alike on every rank of the link, so
+ * every rank gets the same bits.  Only where every factor is at most
+ * HOSTS_ROUND_MAX: a larger prime would take as many sends in its one
+ * round, and such comms stay on staged MPI (core/gpu.c).
+ */
+#define HOSTS_ROUND_MAX 3
+
 struct hiar_hosts {
     hiar_progress_t *engine;
     hosts_board_t *board;
     hiar_port_t port;
     hiar_hosts_gpu_t *gpu;
+    int nrounds;                        /* every rank alone: the rounds' links, in order; 0: a link per shard */
+    MPI_Comm rounds[HIAR_TIER_ROUNDS_MAX]; /* their communicators (this object's own) */
     int nshards, nlinks; /* links: the shards this rank owns */
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
     int *next_tag;  /* [links]: the next eager job's tag, counted alike by every rank of the link */
@@ -155,8 +173,8 @@ static size_t stride_of(size_t bytes)
 
 /*
  * The eager slots' flags, and the ring they share in slot 0 (a whole ring
- * of the largest pieces per peer and direction: 4 MB, 8 MB at 2 hosts).
- * Every link crosses the same hosts: n ranks.
+ * of the largest pieces per peer and direction: 4 MB, 8 MB at 2 hosts),
+ * for links of up to n ranks.
  */
 static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
 {
@@ -182,29 +200,72 @@ static hiar_result_t warm_eager(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
     return HIAR_SUCCESS;
 }
 
-/* The links (owned shards' communicators, in shard order), the GPU's half, the thread. */
+int hiar_hosts_alone_ok(int nranks)
+{
+    hiar_tier_round_t r[HIAR_TIER_ROUNDS_MAX];
+
+    return hiar_tier_rounds(nranks, 0, HOSTS_ROUND_MAX, r) > 0;
+}
+
+/* Every rank alone: the rounds' communicators over all (MPI_Comm_split of all: collective, first thing). */
+static hiar_result_t split_rounds(hiar_hosts_t *h, MPI_Comm all)
+{
+    hiar_tier_round_t r[HIAR_TIER_ROUNDS_MAX];
+    int n, me, k;
+
+    MPI_Comm_size(all, &n);
+    MPI_Comm_rank(all, &me);
+    k = hiar_tier_rounds(n, me, HOSTS_ROUND_MAX, r);
+    for (h->nrounds = 0; h->nrounds < k; h->nrounds++)
+        if (MPI_Comm_split(all, r[h->nrounds].color, r[h->nrounds].key, &h->rounds[h->nrounds]) != MPI_SUCCESS)
+            return hiar_error_set(HIAR_MPI_ERROR, "between hosts: MPI_Comm_split of round %d of %d failed",
+                                  h->nrounds + 1, k);
+    return HIAR_SUCCESS;
+}
+
+/* The largest link's ranks: the shared eager ring holds a piece from each peer. */
+static int widest_link(const hiar_hosts_t *h)
+{
+    int n = 0;
+
+    for (int l = 0; l < h->nlinks; l++)
+        n = h->port.size(h->port.ctx, l) > n ? h->port.size(h->port.ctx, l) : n;
+    return n;
+}
+
+/*
+ * The links (owned shards' communicators, in shard order; every rank alone
+ * on more than 2: the rounds'), the GPU's half, the thread.
+ */
 static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_hosts_config_t *cfg)
 {
-    MPI_Comm *links = malloc(sizeof(MPI_Comm) * (size_t)t->nshards);
-    int n = 0;
+    MPI_Comm *links;
+    int n = 0, all = 0;
     hiar_result_t rc;
     hiar_progress_config_t pc = {.nslots = HOSTS_SLOTS, .timeout_ms = cfg->timeout_ms, .abort = cfg->abort,
-                                 .thread_init = thread_init};
+                                 .thread_init = thread_init, .nready = HOSTS_EAGER_SLOTS};
 
+    if (t->local_size == 1 && t->nshards == 1)
+        MPI_Comm_size(t->shard_comm[0], &all);
+    if (all > 2) /* every rank alone */
+        HIAR_CHECK(split_rounds(h, t->shard_comm[0]));
+    links = malloc(sizeof(MPI_Comm) * (size_t)(t->nshards + h->nrounds));
     h->nshards = t->nshards;
     if ((h->board = calloc(1, sizeof(*h->board))))
         atomic_init(&h->board->refs, 1);
     if (!links || !h->board || !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
-        !(h->next_tag = calloc((size_t)t->nshards, sizeof(int))) ||
-        !(h->kept_tags = calloc((size_t)t->nshards, sizeof(int)))) {
+        !(h->next_tag = calloc((size_t)(t->nshards + h->nrounds), sizeof(int))) ||
+        !(h->kept_tags = calloc((size_t)(t->nshards + h->nrounds), sizeof(int)))) {
         free(links);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the links of %d shards", t->nshards);
     }
     for (int s = 0; s < t->nshards; s++) {
-        h->link_of[s] = hiar_tier_owns(t, s) ? n : -1;
+        h->link_of[s] = hiar_tier_owns(t, s) && !h->nrounds ? n : -1;
         if (h->link_of[s] >= 0)
             links[n++] = t->shard_comm[s];
     }
+    for (int r = 0; r < h->nrounds; r++)
+        links[n++] = h->rounds[r];
     rc = hiar_port_mpi(links, n, &h->port);
     free(links);
     HIAR_CHECK(rc);
@@ -216,7 +277,7 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);
     HIAR_CHECK(hiar_progress_start(&pc, &h->engine));
-    return n ? allocate_eager(h, h->port.size(h->port.ctx, 0)) : HIAR_SUCCESS;
+    return n ? allocate_eager(h, widest_link(h)) : HIAR_SUCCESS;
 }
 
 /* A set-up step's outcome on this rank (a WARN if it failed), then whether it worked on every rank. */
@@ -260,8 +321,9 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
                  no ? no : rc != HIAR_SUCCESS ? "it could not be set up on this rank" : "another rank could not set it up");
         return HIAR_SUCCESS;
     }
-    snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)",
-             h->device_pointers ? "MPI on device memory" : "through pinned host memory");
+    snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)%s",
+             h->device_pointers ? "MPI on device memory" : "through pinned host memory",
+             h->nrounds ? "; every rank alone: in rounds over the prime factors of the ranks" : "");
     *out = h;
     return HIAR_SUCCESS;
 }
@@ -475,7 +537,9 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
     int capturing;
 
     HIAR_CHECK(job_start(h, c, &capturing));
-    for (int s = t->local; s < t->nshards; s += t->local_size)
+    for (int r = 0; r < h->nrounds; r++) /* in stream order: a round's kernel reduces what the last one left */
+        HIAR_CHECK(run_job(h, c, r, shard_pieces(c, 1, 0), capturing));
+    for (int s = t->local; s < t->nshards && !h->nrounds; s += t->local_size)
         HIAR_CHECK(run_job(h, c, h->link_of[s], shard_pieces(c, t->nshards, s), capturing));
     return HIAR_SUCCESS;
 }
@@ -517,6 +581,8 @@ void hiar_hosts_free(hiar_hosts_t *h)
         left = hiar_progress_stop(h->engine);
     left += h->left;
     hiar_port_mpi_free(&h->port);
+    for (int r = 0; r < h->nrounds; r++)
+        MPI_Comm_free(&h->rounds[r]);
     /* Receives still posted may land in the slots' areas: those stay allocated. */
     if (!left)
         hiar_hosts_gpu_destroy(h->gpu);

@@ -58,6 +58,13 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
  */
 hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, const hiar_tier_t *parts);
 
+/*
+ * Whether a comm of nranks, every rank alone in its group, takes the
+ * engine: 2 ranks, or more whose prime factors are all small enough for its
+ * rounds (hosts.c); else its step stays on staged MPI.
+ */
+int hiar_hosts_alone_ok(int nranks);
+
 /* HIAR_TIMEOUT or the thread's error once there is one. */
 hiar_result_t hiar_hosts_status(hiar_hosts_t *h);
 void hiar_hosts_abort(hiar_hosts_t *h);

@@ -24,6 +24,16 @@
  */
 #define PROGRESS_IDLE_NS 200000u
 #define PROGRESS_NAP_NS 10000
+/*
+ * With no job at all, the thread naps so for this long after its last
+ * move before it sleeps on the condition variable: a call within it finds
+ * the thread awake and hands its job over without a wake-up (a futex call
+ * and, in a VM, an interrupt to another CPU).  On one H100 VM the hand-off
+ * took 4-15 us of a call's 25-100 between 2 simulated hosts, the thread
+ * asleep (2026-12-05, HIAR_CALL_MARKS).  50 ms covers the gaps between a
+ * training step's buckets; an idle comm sleeps after it.
+ */
+#define PROGRESS_DOZE_NS 50000000u
 
 /* A ring position: the piece it serves next, and that piece's exchange. */
 typedef struct {
@@ -48,6 +58,7 @@ struct hiar_progress {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     int *queue, nqueued; /* slots submitted, not yet taken by the thread (under mu) */
+    int sleeping;        /* the thread waits on wake (under mu): a submit signals it */
     atomic_int pending;  /* 1 after a submit, until the thread takes the queue */
     int *active, nactive; /* the thread's own */
     int neager;           /* of them eager: a call is waiting for them, so the thread never naps */
@@ -205,17 +216,24 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
     return HIAR_SUCCESS;
 }
 
-/* Takes the submitted slots (returns how many); with nothing to do, sleeps until a submit or stop. */
-static int take_queue(hiar_progress_t *p)
+/*
+ * Takes the submitted slots (returns how many); with no job and nothing
+ * moved since last for PROGRESS_DOZE_NS, sleeps until a submit or stop.
+ */
+static int take_queue(hiar_progress_t *p, uint64_t last)
 {
     int took;
 
-    if (p->nactive && !atomic_load_explicit(&p->pending, memory_order_acquire))
-        return 0; /* the lock only when a submit came: the submitting thread waits for it */
+    if (!atomic_load_explicit(&p->pending, memory_order_acquire) &&
+        (p->nactive || hiar_now_ns() - last < PROGRESS_DOZE_NS))
+        return 0; /* the lock only when a submit came (the submitting thread waits for it), or to sleep */
     pthread_mutex_lock(&p->mu);
     atomic_store_explicit(&p->pending, 0, memory_order_relaxed);
-    while (!p->nqueued && !p->nactive && !atomic_load(&p->stop))
+    while (!p->nqueued && !p->nactive && !atomic_load(&p->stop)) {
+        p->sleeping = 1;
         pthread_cond_wait(&p->wake, &p->mu);
+        p->sleeping = 0;
+    }
     for (int q = 0; q < p->nqueued; q++) {
         p->active[p->nactive++] = p->queue[q];
         p->neager += !p->slots[p->queue[q]].job.persistent;
@@ -253,7 +271,7 @@ static void *engine_main(void *arg)
     if (p->cfg.thread_init)
         p->cfg.thread_init(p->cfg.thread_arg);
     while (!atomic_load(&p->stop)) {
-        int moved = take_queue(p) > 0; /* a new job starts the idle and spin clocks again */
+        int moved = take_queue(p, last) > 0; /* a new job starts the idle and spin clocks again */
         hiar_result_t rc;
         if (atomic_load_explicit(p->cfg.abort, memory_order_relaxed))
             rc = hiar_error_set(HIAR_COMM_FAILED, "between hosts: the communicator was aborted");
@@ -272,6 +290,17 @@ static void *engine_main(void *arg)
             sched_yield();
     }
     return NULL;
+}
+
+/* A slot's positions, allocated and their pages touched once. */
+static hiar_result_t slot_state(slot_t *sl)
+{
+    if (sl->pos)
+        return HIAR_SUCCESS;
+    if (!(sl->pos = malloc(sizeof(*sl->pos) * HIAR_PROGRESS_MAX_RING)))
+        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");
+    memset(sl->pos, 0, sizeof(*sl->pos) * HIAR_PROGRESS_MAX_RING);
+    return HIAR_SUCCESS;
 }
 
 /* Frees an engine whose thread is not running (never started, or joined). */
@@ -305,6 +334,11 @@ hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progre
         engine_free(p);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine (%d slots)", cfg->nslots);
     }
+    for (int s = 0; s < cfg->nready && s < cfg->nslots; s++)
+        if (slot_state(&p->slots[s]) != HIAR_SUCCESS) {
+            engine_free(p);
+            return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine's %d ready slots", cfg->nready);
+        }
     if ((rc = pthread_create(&p->thread, NULL, engine_main, p)) != 0) {
         engine_free(p);
         return hiar_error_set(HIAR_INTERNAL_ERROR, "cannot start the progress thread: pthread_create returned %d", rc);
@@ -455,12 +489,12 @@ static hiar_result_t slot_wait(hiar_progress_t *p, int slot, hiar_wait_t *wait)
 hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t *job, hiar_wait_t *wait)
 {
     slot_t *sl;
+    int asleep;
 
     HIAR_CHECK(check_job(p, job));
     HIAR_CHECK(slot_wait(p, job->slot, wait));
     sl = &p->slots[job->slot];
-    if (!sl->pos && !(sl->pos = malloc(sizeof(*sl->pos) * HIAR_PROGRESS_MAX_RING)))
-        return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the state of a progress slot");
+    HIAR_CHECK(slot_state(sl));
     sl->job = *job;
     sl->npieces = hiar_pieces_count(&job->pieces);
     for (int q = 0; q < job->ring; q++) { /* not the whole struct: its requests are 1 KB a position */
@@ -473,8 +507,12 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
     pthread_mutex_lock(&p->mu);
     p->queue[p->nqueued++] = job->slot;
     atomic_store_explicit(&p->pending, 1, memory_order_release);
-    pthread_cond_signal(&p->wake);
+    asleep = p->sleeping;
     pthread_mutex_unlock(&p->mu);
+    /* A dozing thread takes the queue by the pending flag; one asleep needs the signal (after the unlock:
+     * woken, it takes the mutex at once). */
+    if (asleep)
+        pthread_cond_signal(&p->wake);
     return HIAR_SUCCESS;
 }
 

@@ -109,6 +109,9 @@ typedef struct {
     void *thread_arg;
     /* Where the engine tells the kernels to give up (the thread failed); may be NULL. */
     int *kernel_abort; /* written with __atomic_store_n */
+    /* Slots 0 .. nready - 1 get their state at start (the ones eager calls take in turn); the others at their
+     * first job, whose submit then faults in its pages: 8-20 us of a call on a VM (one H100, 2026-12-05). */
+    int nready;
 } hiar_progress_config_t;
 
 hiar_result_t hiar_progress_start(const hiar_progress_config_t *cfg, hiar_progress_t **out);

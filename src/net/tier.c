@@ -51,3 +51,15 @@ void hiar_tier_free(hiar_tier_t *t, int keep_mpi)
     memset(t, 0, sizeof(*t));
     t->group_comm = MPI_COMM_NULL;
 }
+
+int hiar_tier_rounds(int n, int me, int max_factor, hiar_tier_round_t *rounds)
+{
+    int k = 0, weight = 1, left = n;
+
+    for (int p = 2; p <= max_factor && left > 1; p++)
+        for (; left % p == 0; left /= p, weight *= p, k++) {
+            int digit = me / weight % p;
+            rounds[k] = (hiar_tier_round_t){.color = me - digit * weight, .key = digit, .size = p};
+        }
+    return n >= 2 && left == 1 ? k : 0;
+}

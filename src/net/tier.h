@@ -40,4 +40,21 @@ static inline int hiar_tier_owns(const hiar_tier_t *t, int s)
     return s % t->local_size == t->local;
 }
 
+/*
+ * Every rank of n alone in its group, the step between them in rounds, one
+ * per prime factor of n, smallest first (mixed radix: core/hosts.c says
+ * why): round r's link is the ranks that differ from this one (me) in
+ * digit r only, size of them, ordered by key (that digit), all of one color
+ * (MPI_Comm_split's).  Returns how many rounds, at most HIAR_TIER_ROUNDS_MAX
+ * (every n that fits an int); 0 where n < 2 or a prime factor of n is above
+ * max_factor.
+ */
+#define HIAR_TIER_ROUNDS_MAX 31
+
+typedef struct {
+    int color, key, size;
+} hiar_tier_round_t;
+
+int hiar_tier_rounds(int n, int me, int max_factor, hiar_tier_round_t *rounds);
+
 #endif

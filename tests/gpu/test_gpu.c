@@ -40,8 +40,8 @@ static int registered;
 static cudaStream_t calls_stream;
 /* --verbose: rank 0 names every case that passed too (a stalled case is then the one after the last). */
 static int verbose;
-/* Every rank alone on more than 2 (simulated) hosts: device calls go through staged MPI, and a graph's capture
- * must be refused (every_rank_alone_beyond_two). */
+/* Every rank alone on 5 or 7 (simulated) hosts: device calls go through staged MPI, and a graph's capture must
+ * be refused (every_rank_alone_staged). */
 static int graphs_refused;
 
 static void capture_refused(hiar_comm_t *comm);
@@ -918,17 +918,22 @@ static int finish(void)
 
 /*
  * Whether every rank is alone in its group (HIAR_GROUPS of one rank each, or
- * one rank per simulated host) and there are more than 2: the step between
- * groups over MPI is then the blocking, staged one (the progress thread
- * serves such comms of 2 ranks only: doc/guide.md), which refuses captures.
+ * one rank per simulated host) and their number has a prime factor above 3
+ * (5 or 7 ranks here): the step between groups over MPI is then the
+ * blocking, staged one, which refuses captures (the progress thread takes
+ * such comms in rounds over the factors 2 and 3 only: doc/guide.md).
  */
-static int every_rank_alone_beyond_two(const char *hosts, const char *groups)
+static int every_rank_alone_staged(const char *hosts, const char *groups)
 {
-    int bars = 0, alone;
+    int bars = 0, alone, n = nranks;
     unsigned h = 5381;
     MPI_Comm same;
 
-    if (nranks <= 2)
+    while (n % 2 == 0)
+        n /= 2;
+    while (n % 3 == 0)
+        n /= 3;
+    if (n == 1)
         return 0;
     for (const char *p = groups; p && *p; p++)
         bars += *p == '|';
@@ -949,7 +954,7 @@ static int every_rank_alone_beyond_two(const char *hosts, const char *groups)
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, alone_many;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, alone_staged;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -964,8 +969,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    alone_many = every_rank_alone_beyond_two(hosts, getenv("HIAR_GROUPS"));
-    graphs_refused = hosts && alone_many; /* every comm's device calls: staged MPI */
+    alone_staged = every_rank_alone_staged(hosts, getenv("HIAR_GROUPS"));
+    graphs_refused = hosts && alone_staged; /* every comm's device calls: staged MPI */
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
@@ -1028,12 +1033,12 @@ int main(int argc, char **argv)
     hiar_comm_destroy(comm);
     if (groups || hosts) {
         /* The step between groups over MPI, as across hosts: on the progress thread, capturable (but
-         * for every rank alone on more than 2 ranks: blocking)... */
+         * for every rank alone on 5 or 7 ranks: blocking)... */
         comm = create("HIAR_BETWEEN=mpi");
         one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
-        if (alone_many)
+        if (alone_staged)
             capture_refused(comm);
         else
             graph(comm, HIAR_BFLOAT16, 1 << 20);

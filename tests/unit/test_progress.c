@@ -368,7 +368,8 @@ static rank_t *start_ranks(const scenario_t *sc)
     for (int k = 0; k < sc->n; k++) {
         rank_t *r = &ranks[k];
         hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
-                                      sc->nslots, sc->timeout_ms, &r->abort, mark_engine, NULL, &r->kernel_abort};
+                                      sc->nslots, sc->timeout_ms, &r->abort, mark_engine, NULL, &r->kernel_abort,
+                                      sc->nslots / 2}; /* half the slots ready at start, half made at a first job */
         *r = (rank_t){.me = k, .n = sc->n, .rounds = sc->rounds, .nslots = sc->nslots,
                       .persistent = sc->persistent, .stall = k == sc->stall_rank, .ahead = sc->ahead,
                       .shared = sc->shared};
@@ -782,7 +783,7 @@ static void test_abort(void)
     static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
     rank_t *r = calloc(1, sizeof(*r));
     hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 1 << 20},
-                                  2, 5000, &r->abort, NULL, NULL, &r->kernel_abort};
+                                  2, 5000, &r->abort, NULL, NULL, &r->kernel_abort, 0};
     hiar_wait_t w = hiar_wait_begin(1000, &r->abort, "test");
     hiar_progress_job_t job;
     hiar_result_t rc = HIAR_SUCCESS;
@@ -811,7 +812,7 @@ static void test_bad_jobs(void)
     static net_t net = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL};
     rank_t *r = calloc(1, sizeof(*r));
     hiar_progress_config_t cfg = {{&r->port, fake_rank, fake_size, fake_isend, fake_irecv, fake_test, 300},
-                                  8, 5000, &r->abort, NULL, NULL, NULL};
+                                  8, 5000, &r->abort, NULL, NULL, NULL, 8};
     hiar_wait_t w = hiar_wait_begin(1000, &r->abort, "test");
     hiar_progress_job_t job;
     int ok;
