@@ -44,7 +44,8 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * costs milliseconds, and under CUDA MPS it could wait for other ranks'
  * kernels that wait for this rank: seen on the H200 machine as calls that
  * hung until HIAR_TIMEOUT_MS where the slots grew, 1 run in 2.  A call
- * waits on the host only when this many calls are queued on the GPU.
+ * waits on the host only when this many jobs are queued on the GPU (a call
+ * queues one per shard it owns, or one per round).
  */
 #define HOSTS_EAGER_SLOTS 32
 /*
@@ -112,7 +113,7 @@ struct hiar_hosts {
     hosts_board_t *board;
     hiar_port_t port;
     hiar_hosts_gpu_t *gpu;
-    int nrounds;                        /* every rank alone: the rounds' links, in order; 0: a link per shard */
+    int nrounds; /* every rank alone on more than 2: the rounds' links, in order; 0: a link per shard */
     MPI_Comm rounds[HIAR_TIER_ROUNDS_MAX]; /* their communicators (this object's own) */
     int nshards, nlinks; /* links: the shards this rank owns */
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
@@ -207,20 +208,34 @@ int hiar_hosts_alone_ok(int nranks)
     return hiar_tier_rounds(nranks, 0, HOSTS_ROUND_MAX, r) > 0;
 }
 
-/* Every rank alone: the rounds' communicators over all (MPI_Comm_split of all: collective, first thing). */
-static hiar_result_t split_rounds(hiar_hosts_t *h, MPI_Comm all)
+/*
+ * Every rank alone on more than 2 ranks (the tier's one shard over all of
+ * them): the rounds' communicators, one MPI_Comm_split each; else none.
+ * Collective: on every rank before anything that could fail on one only.
+ */
+static hiar_result_t split_rounds(const hiar_tier_t *t, MPI_Comm *rounds, int *nrounds)
 {
     hiar_tier_round_t r[HIAR_TIER_ROUNDS_MAX];
-    int n, me, k;
+    int n = 0, me, k;
 
-    MPI_Comm_size(all, &n);
-    MPI_Comm_rank(all, &me);
+    *nrounds = 0;
+    if (t->local_size == 1 && t->nshards == 1)
+        MPI_Comm_size(t->shard_comm[0], &n);
+    if (n <= 2)
+        return HIAR_SUCCESS;
+    MPI_Comm_rank(t->shard_comm[0], &me);
     k = hiar_tier_rounds(n, me, HOSTS_ROUND_MAX, r);
-    for (h->nrounds = 0; h->nrounds < k; h->nrounds++)
-        if (MPI_Comm_split(all, r[h->nrounds].color, r[h->nrounds].key, &h->rounds[h->nrounds]) != MPI_SUCCESS)
+    for (; *nrounds < k; ++*nrounds)
+        if (MPI_Comm_split(t->shard_comm[0], r[*nrounds].color, r[*nrounds].key, &rounds[*nrounds]) != MPI_SUCCESS)
             return hiar_error_set(HIAR_MPI_ERROR, "between hosts: MPI_Comm_split of round %d of %d failed",
-                                  h->nrounds + 1, k);
+                                  *nrounds + 1, k);
     return HIAR_SUCCESS;
+}
+
+static void free_rounds(MPI_Comm *rounds, int nrounds)
+{
+    for (int r = 0; r < nrounds; r++)
+        MPI_Comm_free(&rounds[r]);
 }
 
 /* The largest link's ranks: the shared eager ring holds a piece from each peer. */
@@ -240,15 +255,11 @@ static int widest_link(const hiar_hosts_t *h)
 static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_hosts_config_t *cfg)
 {
     MPI_Comm *links;
-    int n = 0, all = 0;
+    int n = 0;
     hiar_result_t rc;
     hiar_progress_config_t pc = {.nslots = HOSTS_SLOTS, .timeout_ms = cfg->timeout_ms, .abort = cfg->abort,
                                  .thread_init = thread_init, .nready = HOSTS_EAGER_SLOTS};
 
-    if (t->local_size == 1 && t->nshards == 1)
-        MPI_Comm_size(t->shard_comm[0], &all);
-    if (all > 2) /* every rank alone */
-        HIAR_CHECK(split_rounds(h, t->shard_comm[0]));
     links = malloc(sizeof(MPI_Comm) * (size_t)(t->nshards + h->nrounds));
     h->nshards = t->nshards;
     if ((h->board = calloc(1, sizeof(*h->board))))
@@ -301,13 +312,19 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     HIAR_CHECK(hiar_net_min(mpi, v, 2));
     ok = v[0];
     if (ok) {
-        if (!(h = calloc(1, sizeof(*h))))
+        MPI_Comm rounds[HIAR_TIER_ROUNDS_MAX];
+        int nrounds;
+        rc = split_rounds(t, rounds, &nrounds);
+        if (rc == HIAR_SUCCESS && !(h = calloc(1, sizeof(*h))))
             rc = hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the step between hosts");
-        else {
+        if (h) {
+            memcpy(h->rounds, rounds, sizeof(MPI_Comm) * (size_t)nrounds);
+            h->nrounds = nrounds;
             h->device_pointers = v[1];
             h->device = cfg->device;
             rc = connect(h, t, cfg);
-        }
+        } else
+            free_rounds(rounds, nrounds);
         HIAR_CHECK(settle(mpi, rc, &ok));
     }
     /* Only once every rank has its ring: a peer that failed never makes the others wait. */
@@ -379,7 +396,7 @@ static hiar_result_t take_slot(hiar_hosts_t *h, int capturing, hiar_wait_t *wait
     if (*slot >= 0)
         return HIAR_SUCCESS;
     return hiar_error_set(HIAR_UNSUPPORTED, "a comm keeps at most %d captured steps between hosts (one per "
-                                            "captured call and shard) in graphs alive at once; destroy graphs "
+                                            "captured call and shard or round) in graphs alive at once; destroy graphs "
                                             "no longer replayed, or use another comm",
                           HOSTS_SLOTS - HOSTS_EAGER_SLOTS);
 }
@@ -537,8 +554,11 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
     int capturing;
 
     HIAR_CHECK(job_start(h, c, &capturing));
-    for (int r = 0; r < h->nrounds; r++) /* in stream order: a round's kernel reduces what the last one left */
-        HIAR_CHECK(run_job(h, c, r, shard_pieces(c, 1, 0), capturing));
+    for (int r = 0; r < h->nrounds; r++) { /* in stream order: a round's kernel reduces what the last one left */
+        hiar_call_t round = *c;
+        round.divisor = r + 1 < h->nrounds ? 0 : c->divisor; /* HIAR_AVG's division once, in the last round */
+        HIAR_CHECK(run_job(h, &round, r, shard_pieces(c, 1, 0), capturing));
+    }
     for (int s = t->local; s < t->nshards && !h->nrounds; s += t->local_size)
         HIAR_CHECK(run_job(h, c, h->link_of[s], shard_pieces(c, t->nshards, s), capturing));
     return HIAR_SUCCESS;
@@ -581,8 +601,7 @@ void hiar_hosts_free(hiar_hosts_t *h)
         left = hiar_progress_stop(h->engine);
     left += h->left;
     hiar_port_mpi_free(&h->port);
-    for (int r = 0; r < h->nrounds; r++)
-        MPI_Comm_free(&h->rounds[r]);
+    free_rounds(h->rounds, h->nrounds);
     /* Receives still posted may land in the slots' areas: those stay allocated. */
     if (!left)
         hiar_hosts_gpu_destroy(h->gpu);

@@ -58,6 +58,7 @@ static void replay(int n)
         for (int me = 0; me < n; me++) {
             int members = 0, seen[8] = {0};
             cr_assert_eq(r[me][q].size, r[0][q].size);
+            cr_assert(r[me][q].size >= 2 && r[me][q].size <= 3, "n %d round %d: a factor of 2 or 3", n, q);
             cr_assert(r[me][q].key >= 0 && r[me][q].key < r[me][q].size);
             strcpy(next[me], "(");
             for (int key = 0; key < r[me][q].size; key++)
