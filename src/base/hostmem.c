@@ -73,3 +73,11 @@ int hiar_host_memory_known(const void *p, size_t bytes)
     top = thread_stack(&base);
     return top && frame >= base && frame < top && lo >= frame && hi <= top;
 }
+
+void hiar_host_memory_prime(void)
+{
+    uintptr_t base;
+
+    pthread_once(&heap_once, read_heap_start);
+    (void)thread_stack(&base);
+}

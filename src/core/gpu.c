@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hostmem.h"
 #include "base/log.h"
 #include "core/gpu.h"
 #include "core/plan.h"
@@ -390,7 +391,8 @@ hiar_result_t hiar_gpu_create(const hiar_gpu_env_t *env, hiar_gpu_t **out)
     if (rc != HIAR_SUCCESS || gpu->device < 0) {
         hiar_gpu_destroy(gpu, rc == HIAR_SUCCESS ? HIAR_TEARDOWN_COLLECTIVE : 0);
         gpu = NULL;
-    }
+    } else
+        hiar_host_memory_prime(); /* the first call's pointer checks: base/hostmem.h */
     *out = gpu;
     return rc;
 }

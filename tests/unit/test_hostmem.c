@@ -109,3 +109,27 @@ Test(hostmem, fiber_stack_knows_nothing_above_it)
     cr_expect_eq(above_known, 0, "memory above a fiber's stack taken for host memory");
     munmap(stack, 2 * size);
 }
+
+/* Primed first (as a comm's creation does), a thread's queries answer as unprimed ones do. */
+static void *primed_thread(void *arg)
+{
+    volatile int local = 1;
+    int *ok = arg;
+
+    hiar_host_memory_prime();
+    hiar_host_memory_prime(); /* twice: nothing read again, nothing changed */
+    ok[0] = hiar_host_memory_known((const void *)&local, sizeof(local));
+    ok[1] = !hiar_host_memory_known(NULL, 8);
+    return NULL;
+}
+
+Test(hostmem, primed_then_asked)
+{
+    int ok[2] = {0, 0};
+    pthread_t t;
+
+    cr_assert_eq(pthread_create(&t, NULL, primed_thread, ok), 0);
+    pthread_join(t, NULL);
+    cr_expect(ok[0], "a primed thread's own stack is known host memory");
+    cr_expect(ok[1], "NULL is still not known");
+}
