@@ -115,6 +115,7 @@ struct hiar_hosts {
     hiar_hosts_gpu_t *gpu;
     int nrounds; /* every rank alone on more than 2: the rounds' links, in order; 0: a link per shard */
     MPI_Comm rounds[HIAR_TIER_ROUNDS_MAX]; /* their communicators (this object's own) */
+    MPI_Comm *links;     /* [nlinks]: the tier's shard communicators or the rounds' (the port dups them) */
     int nshards, nlinks; /* links: the shards this rank owns */
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
     int *next_tag;  /* [links]: the next eager job's tag, counted alike by every rank of the link */
@@ -249,38 +250,40 @@ static int widest_link(const hiar_hosts_t *h)
 }
 
 /*
- * The links (owned shards' communicators, in shard order; every rank alone
- * on more than 2: the rounds'), the GPU's half, the thread.
+ * The links' communicators (owned shards', in shard order; every rank alone
+ * on more than 2: the rounds'), and the tags' counters: this rank's memory
+ * alone, agreed before the links' collective set-up (hiar_hosts_setup).
  */
-static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_hosts_config_t *cfg)
+static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
 {
-    MPI_Comm *links;
     int n = 0;
-    hiar_result_t rc;
-    hiar_progress_config_t pc = {.nslots = HOSTS_SLOTS, .timeout_ms = cfg->timeout_ms, .abort = cfg->abort,
-                                 .thread_init = thread_init, .nready = HOSTS_EAGER_SLOTS};
 
-    links = malloc(sizeof(MPI_Comm) * (size_t)(t->nshards + h->nrounds));
     h->nshards = t->nshards;
     if ((h->board = calloc(1, sizeof(*h->board))))
         atomic_init(&h->board->refs, 1);
-    if (!links || !h->board || !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
+    if (!h->board || !(h->links = malloc(sizeof(MPI_Comm) * (size_t)(t->nshards + h->nrounds))) ||
+        !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
         !(h->next_tag = calloc((size_t)(t->nshards + h->nrounds), sizeof(int))) ||
-        !(h->kept_tags = calloc((size_t)(t->nshards + h->nrounds), sizeof(int)))) {
-        free(links);
+        !(h->kept_tags = calloc((size_t)(t->nshards + h->nrounds), sizeof(int))))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the links of %d shards", t->nshards);
-    }
     for (int s = 0; s < t->nshards; s++) {
         h->link_of[s] = hiar_tier_owns(t, s) && !h->nrounds ? n : -1;
         if (h->link_of[s] >= 0)
-            links[n++] = t->shard_comm[s];
+            h->links[n++] = t->shard_comm[s];
     }
     for (int r = 0; r < h->nrounds; r++)
-        links[n++] = h->rounds[r];
-    rc = hiar_port_mpi(links, n, &h->port);
-    free(links);
-    HIAR_CHECK(rc);
+        h->links[n++] = h->rounds[r];
     h->nlinks = n;
+    return HIAR_SUCCESS;
+}
+
+/* The port over the links (a collective MPI_Comm_dup of each), the GPU's half, the thread. */
+static hiar_result_t connect(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
+{
+    hiar_progress_config_t pc = {.nslots = HOSTS_SLOTS, .timeout_ms = cfg->timeout_ms, .abort = cfg->abort,
+                                 .thread_init = thread_init, .nready = HOSTS_EAGER_SLOTS};
+
+    HIAR_CHECK(hiar_port_mpi(h->links, h->nlinks, &h->port));
     HIAR_CHECK(hiar_hosts_gpu_create(cfg->timeout_ms, cfg->sharers, HOSTS_SLOTS, h->device_pointers, &h->gpu));
     if (cfg->control)
         hiar_hosts_gpu_share_control(h->gpu, cfg->control);
@@ -288,7 +291,7 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_tier_t *t, const hiar_h
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);
     HIAR_CHECK(hiar_progress_start(&pc, &h->engine));
-    return n ? allocate_eager(h, widest_link(h)) : HIAR_SUCCESS;
+    return h->nlinks ? allocate_eager(h, widest_link(h)) : HIAR_SUCCESS;
 }
 
 /* A set-up step's outcome on this rank (a WARN if it failed), then whether it worked on every rank. */
@@ -322,10 +325,15 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
             h->nrounds = nrounds;
             h->device_pointers = v[1];
             h->device = cfg->device;
-            rc = connect(h, t, cfg);
+            rc = links_allocate(h, t);
         } else
             free_rounds(rounds, nrounds);
+        /* Every rank with its memory before the links' MPI_Comm_dup, which all must enter. */
         HIAR_CHECK(settle(mpi, rc, &ok));
+        if (ok) {
+            rc = connect(h, cfg);
+            HIAR_CHECK(settle(mpi, rc, &ok));
+        }
     }
     /* Only once every rank has its ring: a peer that failed never makes the others wait. */
     if (ok && v[1]) {
@@ -605,6 +613,7 @@ void hiar_hosts_free(hiar_hosts_t *h)
     /* Receives still posted may land in the slots' areas: those stay allocated. */
     if (!left)
         hiar_hosts_gpu_destroy(h->gpu);
+    free(h->links);
     free(h->link_of);
     free(h->next_tag);
     free(h->kept_tags);

@@ -125,9 +125,12 @@ static void *primed_thread(void *arg)
 
 Test(hostmem, primed_then_asked)
 {
+    volatile int local = 1;
     int ok[2] = {0, 0};
     pthread_t t;
 
+    hiar_host_memory_prime(); /* this test's thread: the process's main one, whose stack glibc finds in maps */
+    cr_expect(hiar_host_memory_known((const void *)&local, sizeof(local)), "the primed main thread's stack");
     cr_assert_eq(pthread_create(&t, NULL, primed_thread, ok), 0);
     pthread_join(t, NULL);
     cr_expect(ok[0], "a primed thread's own stack is known host memory");

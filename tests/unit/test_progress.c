@@ -12,7 +12,10 @@
  *   mpirun -np N test_progress --mpi
  *                            N ranks (2 to 4), one per process, over the MPI
  *                            port (src/net/port.c): eager and persistent
- *                            jobs, every byte checked (tests/mpi/progress.test)
+ *                            jobs, every byte checked; and (N of 2 to 8 whose
+ *                            prime factors are 2 and 3) every rank alone in
+ *                            rounds, each rank's sum checked
+ *                            (tests/mpi/progress.test)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -849,7 +852,10 @@ static void test_bad_jobs(void)
 }
 
 #ifndef HIAR_TEST_NO_MPI
+#include <math.h>
+
 #include "net/port.h"
+#include "net/tier.h"
 
 /* hiar_progress_warm over the MPI port: every position's bytes from every peer at its place. */
 static int mpi_warm(int me, int n)
@@ -877,6 +883,127 @@ static int mpi_warm(int me, int n)
     return ok;
 }
 
+/*
+ * Every rank alone on n hosts (core/hosts.c): one engine whose links are the
+ * rounds' communicators (net/tier.h hiar_tier_rounds, MPI_Comm_split by
+ * color and key), a call's jobs submitted together, one per round, sharing
+ * one ring's memory (as eager jobs do), and this thread playing each
+ * round's kernel in turn: a piece out once the piece a ring before is in,
+ * which it reduces in the link's rank order into the data that the next
+ * round sends.  After every call each rank must hold the sum of every
+ * rank's values, with the same bits as rank 0's.
+ */
+#define ROUND_FLOATS (BYTES / 4)
+
+static int rounds_kernel(hiar_progress_job_t *job, float *data, int me, int size)
+{
+    const int npieces = hiar_pieces_count(&job->pieces);
+    const uint64_t until = hiar_now_ns() + 20000000000ull;
+
+    for (int i = 0; i - job->ring < npieces; i++) {
+        size_t off, bytes;
+        if (i >= job->ring) {
+            const int q = (i - job->ring) % job->ring;
+            hiar_piece_flags_t *f = &job->flags[q];
+            while (__atomic_load_n(&f->arrived, __ATOMIC_ACQUIRE) != 1)
+                if (hiar_now_ns() > until)
+                    return 0;
+                else
+                    sched_yield();
+            __atomic_store_n(&f->arrived, 0, __ATOMIC_RELAXED);
+            hiar_pieces_at(&job->pieces, i - job->ring, &off, &bytes);
+            for (size_t e = 0; e < bytes / 4; e++) {
+                float acc = 0;
+                for (int k = 0; k < size; k++) {
+                    float v;
+                    if (k == me)
+                        v = data[off / 4 + e];
+                    else
+                        memcpy(&v, job->recv + ((size_t)q * (size_t)(size - 1) + (size_t)(k < me ? k : k - 1)) *
+                                                   job->stride + e * 4, 4);
+                    acc = k ? acc + v : v;
+                }
+                data[off / 4 + e] = acc;
+            }
+        }
+        if (i < npieces) {
+            hiar_pieces_at(&job->pieces, i, &off, &bytes);
+            memcpy((char *)job->send + (size_t)(i % job->ring) * job->stride, (char *)data + off, bytes);
+            __atomic_store_n(&job->flags[i % job->ring].ready, 1, __ATOMIC_RELEASE);
+        }
+    }
+    return 1;
+}
+
+static int mpi_rounds(int me, int n)
+{
+    enum { CALLS = 20, SLOTS = 8 };
+    hiar_tier_round_t rd[HIAR_TIER_ROUNDS_MAX];
+    int k = hiar_tier_rounds(n, me, 3, rd), ok = k > 0, sizes[HIAR_TIER_ROUNDS_MAX];
+    MPI_Comm links[HIAR_TIER_ROUNDS_MAX];
+    static unsigned char send[RING * RECV_STRIDE], recv[RING * 2 * RECV_STRIDE]; /* links of at most 3 */
+    static hiar_piece_flags_t flags[SLOTS][RING];
+    static float data[ROUND_FLOATS], first[ROUND_FLOATS];
+    atomic_int abort = 0;
+    int kernel_abort = 0;
+    hiar_progress_config_t cfg = {.nslots = SLOTS, .timeout_ms = 20000, .abort = &abort,
+                                  .kernel_abort = &kernel_abort, .nready = SLOTS / 2};
+    hiar_progress_t *engine = NULL;
+    hiar_wait_t wait = hiar_wait_begin(20000, &abort, "rounds");
+    double worst = 0;
+
+    for (int r = 0; r < k; r++) {
+        MPI_Comm_split(MPI_COMM_WORLD, rd[r].color, rd[r].key, &links[r]);
+        MPI_Comm_size(links[r], &sizes[r]);
+        ok &= sizes[r] == rd[r].size;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* links of their sizes on every rank */
+    ok = ok && hiar_port_mpi(links, k, &cfg.port) == HIAR_SUCCESS;
+    ok = ok && hiar_progress_start(&cfg, &engine) == HIAR_SUCCESS;
+    for (int call = 0; ok && call < CALLS; call++) {
+        for (int e = 0; e < ROUND_FLOATS; e++) /* 1/8ths: sums of up to 8 ranks exact, bits only by order */
+            data[e] = (float)((me + 1) * (e % 13 + call) % 97) / 8.0f + 1.0f / (float)(1 + me + e % 5);
+        for (int r = 0; ok && r < k; r++) {
+            hiar_progress_job_t job = {(call * k + r) % SLOTS, call, 0, r, RING, pieces(), RECV_STRIDE,
+                                       (char *)send, (char *)recv, flags[(call * k + r) % SLOTS]};
+            ok = hiar_progress_submit(engine, &job, &wait) == HIAR_SUCCESS;
+        }
+        for (int r = 0; ok && r < k; r++) {
+            hiar_progress_job_t job = {(call * k + r) % SLOTS, call, 0, r, RING, pieces(), RECV_STRIDE,
+                                       (char *)send, (char *)recv, flags[(call * k + r) % SLOTS]};
+            int link_me;
+            MPI_Comm_rank(links[r], &link_me);
+            ok = link_me == rd[r].key && rounds_kernel(&job, data, link_me, sizes[r]);
+        }
+        /* Every rank's values summed in double against the result; rank 0's bits against every rank's. */
+        for (int e = 0; ok && e < ROUND_FLOATS; e++) {
+            double want = 0;
+            for (int o = 0; o < n; o++)
+                want += (double)((float)((o + 1) * (e % 13 + call) % 97) / 8.0f + 1.0f / (float)(1 + o + e % 5));
+            worst = fabs(want - data[e]) / fabs(want) > worst ? fabs(want - data[e]) / fabs(want) : worst;
+        }
+        memcpy(first, data, sizeof(data));
+        MPI_Bcast(first, ROUND_FLOATS, MPI_FLOAT, 0, MPI_COMM_WORLD);
+        ok = ok && memcmp(first, data, sizeof(data)) == 0 && worst < 1e-5;
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+    if (engine) {
+        ok &= hiar_progress_status(engine) == HIAR_SUCCESS;
+        ok &= hiar_progress_stop(engine) == 0;
+    }
+    if (!ok)
+        fprintf(stderr, "rank %d: rounds: largest relative error %g, %s\n", me, worst, hiar_last_error());
+    hiar_port_mpi_free(&cfg.port);
+    for (int r = 0; r < k; r++)
+        MPI_Comm_free(&links[r]);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("%s: MPI port, %d ranks alone: %d rounds over their prime factors, %d calls of %d floats, each "
+               "the sum of every rank's, rank 0's bits everywhere\n",
+               ok ? "PASS" : "FAIL", n, k, CALLS, ROUND_FLOATS);
+    return ok;
+}
+
 /* This process is one rank; the others are the other processes of MPI_COMM_WORLD. */
 static int mpi_main(int argc, char **argv)
 {
@@ -887,12 +1014,17 @@ static int mpi_main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    if (level != MPI_THREAD_MULTIPLE || n < 2 || n > MAX_RANKS) {
+    if (level != MPI_THREAD_MULTIPLE || n < 2 || n > 8) {
         if (me == 0)
-            printf("SKIP: needs MPI_THREAD_MULTIPLE and 2 to %d ranks (thread level %d, %d ranks)\n", MAX_RANKS,
-                   level, n);
+            printf("SKIP: needs MPI_THREAD_MULTIPLE and 2 to 8 ranks (thread level %d, %d ranks)\n", level, n);
         MPI_Finalize();
         return 77;
+    }
+    if (hiar_tier_rounds(n, 0, 3, (hiar_tier_round_t[HIAR_TIER_ROUNDS_MAX]){{0}}) > 0)
+        bad += !mpi_rounds(me, n);
+    if (n > MAX_RANKS) { /* the rest keeps a receive area for MAX_RANKS */
+        MPI_Finalize();
+        return bad != 0;
     }
     bad += !mpi_warm(me, n);
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
