@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more|-many-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
@@ -81,11 +81,12 @@ alone_three() {
 }
 # A rank per host on more than 2 hosts (landed 2026-12-05, not yet run on a GPU): the progress thread in rounds
 # over the prime factors of the ranks (core/hosts.c; 3: one round of 3, 4: two of 2, 6: 2 then 3), capturable;
-# 5 ranks stay on staged MPI (captures refused). Then graphs replayed, a killed rank, the bench against MPI and
-# the training step with 2 ms kernels.
+# 5 ranks stay on staged MPI (captures refused). alone-many: 3 and 4 hosts (ALONE_RANKS: others, e.g. 6);
+# alone-many-more: 5 hosts, graphs replayed and a killed rank on 4; alone-many-bench: on 4, the bench against
+# MPI, --overlap and the training step with 2 ms kernels.
 alone_many() {
     local n
-    for n in 3 4 6; do
+    for n in ${ALONE_RANKS:-3 4}; do
         run alone $mpi -np $n -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
     done
 }
@@ -94,6 +95,8 @@ alone_many_more() {
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays 200
     run alone bash tests/gpu/kill.sh $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as
     ls /dev/shm | tee -a "$out/summary.txt"
+}
+alone_many_bench() {
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar,mpi -b 1K -e 64M -f 8 -n 10 -w 2
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar,mpi --train --buckets 8 --bucket-bytes 25M \
@@ -177,6 +180,7 @@ alone-onehost) alone_onehost ;;
 alone-three) alone_three ;;
 alone-many) alone_many ;;
 alone-many-more) alone_many_more ;;
+alone-many-bench) alone_many_bench ;;
 alone-hosts) alone_hosts ;;
 alone-bench) alone_bench ;;
 *) tests_part; perhost_tests; alone_onehost; alone_hosts; bench_part; ucx_part ;;
