@@ -92,9 +92,7 @@ alone_many() {
 }
 alone_many_more() {
     run alone $mpi -np 5 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
-    run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays 200
-    run alone bash tests/gpu/kill.sh $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as
-    ls /dev/shm | tee -a "$out/summary.txt"
+    alone_graphs_kill 4 200
 }
 alone_many_bench() {
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar,mpi -b 1K -e 64M -f 8 -n 10 -w 2
@@ -102,11 +100,15 @@ alone_many_bench() {
     run alone $mpi -np 4 -x HIAR_RANKS_PER_HOST=1 $as $bench --impl hiar,mpi --train --buckets 8 --bucket-bytes 25M \
         --compute-us 2000
 }
+# N hosts of one rank: graphs replayed R times, a killed rank, what is left in /dev/shm.
+alone_graphs_kill() {
+    run alone $mpi -np $1 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays $2
+    run alone bash tests/gpu/kill.sh $mpi -np $1 -x HIAR_RANKS_PER_HOST=1 $as
+    ls /dev/shm | tee -a "$out/summary.txt"
+}
 alone_hosts() {
     run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --quick
-    run alone $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as ./tests/gpu/test_gpu --replays 1000
-    run alone bash tests/gpu/kill.sh $mpi -np 2 -x HIAR_RANKS_PER_HOST=1 $as
-    ls /dev/shm | tee -a "$out/summary.txt"
+    alone_graphs_kill 2 1000
 }
 alone_bench() {
     run alone $mpi -np 2 -x HIAR_GROUPS="0|1" $bench --impl hiar,mpi -b 1K -e 64M -f 8 -n 20 -w 3
