@@ -227,12 +227,12 @@ static hiar_progress_job_t job_of(rank_t *r, int slot)
 }
 
 /* Waits for arrived == 1 as a kernel does (bounded: 5 s), then lowers it. */
-static int await_arrival(rank_t *r, hiar_piece_flags_t *f)
+static int await_arrival(const int *kernel_abort, hiar_piece_flags_t *f)
 {
     uint64_t until = hiar_now_ns() + 5000000000ull;
 
     while (__atomic_load_n(&f->arrived, __ATOMIC_ACQUIRE) != 1) {
-        if (__atomic_load_n(&r->kernel_abort, __ATOMIC_ACQUIRE) || hiar_now_ns() > until)
+        if (__atomic_load_n(kernel_abort, __ATOMIC_ACQUIRE) || hiar_now_ns() > until)
             return 0;
         sched_yield();
     }
@@ -282,7 +282,7 @@ static int kernel_round(rank_t *r, int round)
 
     for (int i = 0; i - RING < npieces; i++) {
         if (i >= RING) {
-            if (!await_arrival(r, &r->flags[slot][(i - RING) % RING]))
+            if (!await_arrival(&r->kernel_abort, &r->flags[slot][(i - RING) % RING]))
                 return 0;
             check_piece(r, slot, round, i - RING);
         }
@@ -472,7 +472,7 @@ static void test_retire_in_flight(void)
     ok &= !hiar_progress_slot_free(ranks[0].engine, 0) && hiar_progress_slot_leaving(ranks[0].engine, 0);
     ok &= !hiar_progress_slot_leaving(ranks[1].engine, 0); /* not retired there */
     hand_over(&ranks[1], 0, 0, 0);
-    ok &= slots_free(ranks, 1, 0) && await_arrival(&ranks[0], &ranks[0].flags[0][0]);
+    ok &= slots_free(ranks, 1, 0) && await_arrival(&ranks[0].kernel_abort, &ranks[0].flags[0][0]);
     ok &= !hiar_progress_slot_leaving(ranks[0].engine, 0);
     check_piece(&ranks[0], 0, 0, 0);
     hiar_progress_retire(ranks[1].engine, 0);
@@ -895,22 +895,23 @@ static int mpi_warm(int me, int n)
  */
 #define ROUND_FLOATS (BYTES / 4)
 
-static int rounds_kernel(hiar_progress_job_t *job, float *data, int me, int size)
+/* Element e of a rank's input in a call: eighths, so that sums of up to 8 ranks are exact and bits differ
+ * only by the order of the sum. */
+static float round_value(int rank, int call, int e)
+{
+    return (float)((rank + 1) * (e % 13 + call) % 97) / 8.0f + 1.0f / (float)(1 + rank + e % 5);
+}
+
+static int rounds_kernel(const hiar_progress_job_t *job, const int *kernel_abort, float *data, int me, int size)
 {
     const int npieces = hiar_pieces_count(&job->pieces);
-    const uint64_t until = hiar_now_ns() + 20000000000ull;
 
     for (int i = 0; i - job->ring < npieces; i++) {
         size_t off, bytes;
         if (i >= job->ring) {
             const int q = (i - job->ring) % job->ring;
-            hiar_piece_flags_t *f = &job->flags[q];
-            while (__atomic_load_n(&f->arrived, __ATOMIC_ACQUIRE) != 1)
-                if (hiar_now_ns() > until)
-                    return 0;
-                else
-                    sched_yield();
-            __atomic_store_n(&f->arrived, 0, __ATOMIC_RELAXED);
+            if (!await_arrival(kernel_abort, &job->flags[q]))
+                return 0;
             hiar_pieces_at(&job->pieces, i - job->ring, &off, &bytes);
             for (size_t e = 0; e < bytes / 4; e++) {
                 float acc = 0;
@@ -953,36 +954,34 @@ static int mpi_rounds(int me, int n, int persistent)
     double worst = 0;
 
     for (int r = 0; r < k; r++) {
+        int link_me;
         MPI_Comm_split(MPI_COMM_WORLD, rd[r].color, rd[r].key, &links[r]);
         MPI_Comm_size(links[r], &sizes[r]);
-        ok &= sizes[r] == rd[r].size;
+        MPI_Comm_rank(links[r], &link_me);
+        ok &= sizes[r] == rd[r].size && link_me == rd[r].key;
     }
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* links of their sizes on every rank */
     ok = ok && hiar_port_mpi(links, k, &cfg.port) == HIAR_SUCCESS;
     ok = ok && hiar_progress_start(&cfg, &engine) == HIAR_SUCCESS;
     for (int call = 0; ok && call < CALLS; call++) {
-        for (int e = 0; e < ROUND_FLOATS; e++) /* 1/8ths: sums of up to 8 ranks exact, bits only by order */
-            data[e] = (float)((me + 1) * (e % 13 + call) % 97) / 8.0f + 1.0f / (float)(1 + me + e % 5);
+        hiar_progress_job_t jobs[HIAR_TIER_ROUNDS_MAX];
+        for (int e = 0; e < ROUND_FLOATS; e++)
+            data[e] = round_value(me, call, e);
         /* Eager: a call's jobs, a slot and a tag each; persistent (a graph's, replayed): the first call's, for all. */
-        for (int r = 0; ok && r < k && (!persistent || call == 0); r++) {
+        for (int r = 0; r < k; r++) {
             int slot = persistent ? r : (call * k + r) % SLOTS;
-            hiar_progress_job_t job = {slot, persistent ? 0 : call, persistent, r, RING, pieces(), RECV_STRIDE,
-                                       (char *)send, (char *)recv, flags[slot]};
-            ok = hiar_progress_submit(engine, &job, &wait) == HIAR_SUCCESS;
+            jobs[r] = (hiar_progress_job_t){slot, persistent ? 0 : call, persistent, r, RING, pieces(), RECV_STRIDE,
+                                            (char *)send, (char *)recv, flags[slot]};
         }
-        for (int r = 0; ok && r < k; r++) {
-            int slot = persistent ? r : (call * k + r) % SLOTS;
-            hiar_progress_job_t job = {slot, 0, persistent, r, RING, pieces(), RECV_STRIDE,
-                                       (char *)send, (char *)recv, flags[slot]};
-            int link_me;
-            MPI_Comm_rank(links[r], &link_me);
-            ok = link_me == rd[r].key && rounds_kernel(&job, data, link_me, sizes[r]);
-        }
+        for (int r = 0; ok && r < k && (!persistent || call == 0); r++)
+            ok = hiar_progress_submit(engine, &jobs[r], &wait) == HIAR_SUCCESS;
+        for (int r = 0; ok && r < k; r++)
+            ok = rounds_kernel(&jobs[r], &kernel_abort, data, rd[r].key, sizes[r]);
         /* Every rank's values summed in double against the result; rank 0's bits against every rank's. */
         for (int e = 0; ok && e < ROUND_FLOATS; e++) {
             double want = 0;
             for (int o = 0; o < n; o++)
-                want += (double)((float)((o + 1) * (e % 13 + call) % 97) / 8.0f + 1.0f / (float)(1 + o + e % 5));
+                want += (double)round_value(o, call, e);
             worst = fabs(want - data[e]) / fabs(want) > worst ? fabs(want - data[e]) / fabs(want) : worst;
         }
         memcpy(first, data, sizeof(data));
