@@ -251,8 +251,9 @@ static int widest_link(const hiar_hosts_t *h)
 
 /*
  * The links' communicators (owned shards', in shard order; every rank alone
- * on more than 2: the rounds'), and the tags' counters: this rank's memory
- * alone, agreed before the links' collective set-up (hiar_hosts_setup).
+ * on more than 2: the rounds'), the tags' counters and the port's links:
+ * this rank's memory alone, agreed before the links' collective set-up
+ * (hiar_hosts_setup).
  */
 static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
 {
@@ -274,16 +275,16 @@ static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
     for (int r = 0; r < h->nrounds; r++)
         h->links[n++] = h->rounds[r];
     h->nlinks = n;
-    return HIAR_SUCCESS;
+    return hiar_port_mpi_alloc(n, &h->port);
 }
 
-/* The port over the links (a collective MPI_Comm_dup of each), the GPU's half, the thread. */
+/* The port's links (a collective MPI_Comm_dup of each; its memory allocated before), the GPU's half, the thread. */
 static hiar_result_t connect(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
 {
     hiar_progress_config_t pc = {.nslots = HOSTS_SLOTS, .timeout_ms = cfg->timeout_ms, .abort = cfg->abort,
                                  .thread_init = thread_init, .nready = HOSTS_EAGER_SLOTS};
 
-    HIAR_CHECK(hiar_port_mpi(h->links, h->nlinks, &h->port));
+    HIAR_CHECK(hiar_port_mpi_dup(&h->port, h->links));
     HIAR_CHECK(hiar_hosts_gpu_create(cfg->timeout_ms, cfg->sharers, HOSTS_SLOTS, h->device_pointers, &h->gpu));
     if (cfg->control)
         hiar_hosts_gpu_share_control(h->gpu, cfg->control);

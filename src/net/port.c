@@ -8,7 +8,7 @@
 _Static_assert(sizeof(MPI_Request) <= sizeof(uint64_t), "an MPI_Request fits hiar_port_req_t");
 
 typedef struct {
-    int n;
+    int n, cap; /* links duplicated, allocated */
     MPI_Comm *comm;
     int *rank, *size;
 } mpi_links_t;
@@ -63,28 +63,18 @@ static int tag_bound(void)
     return flag && ub ? *ub : 32767;
 }
 
-hiar_result_t hiar_port_mpi(const MPI_Comm *links, int n, hiar_port_t *port)
+hiar_result_t hiar_port_mpi_alloc(int n, hiar_port_t *port)
 {
     mpi_links_t *m = calloc(1, sizeof(*m));
 
     memset(port, 0, sizeof(*port));
+    port->ctx = m;
     if (!m || !(m->comm = calloc((size_t)n + 1, sizeof(MPI_Comm))) || !(m->rank = calloc((size_t)n + 1, sizeof(int))) ||
         !(m->size = calloc((size_t)n + 1, sizeof(int)))) {
-        port->ctx = m;
         hiar_port_mpi_free(port);
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the progress engine's %d MPI links", n);
     }
-    port->ctx = m;
-    for (int l = 0; l < n; l++) {
-        int rc = MPI_Comm_dup(links[l], &m->comm[l]);
-        if (rc != MPI_SUCCESS) {
-            hiar_port_mpi_free(port);
-            return hiar_error_mpi(rc, "MPI_Comm_dup of a link between hosts");
-        }
-        m->n = l + 1;
-        MPI_Comm_rank(m->comm[l], &m->rank[l]);
-        MPI_Comm_size(m->comm[l], &m->size[l]);
-    }
+    m->cap = n;
     port->rank = link_rank;
     port->size = link_size;
     port->isend = mpi_isend;
@@ -92,6 +82,30 @@ hiar_result_t hiar_port_mpi(const MPI_Comm *links, int n, hiar_port_t *port)
     port->test = mpi_test;
     port->max_tag = tag_bound();
     return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_port_mpi_dup(hiar_port_t *port, const MPI_Comm *links)
+{
+    mpi_links_t *m = port->ctx;
+
+    for (int l = m->n; l < m->cap; l++) {
+        int rc = MPI_Comm_dup(links[l], &m->comm[l]);
+        if (rc != MPI_SUCCESS)
+            return hiar_error_mpi(rc, "MPI_Comm_dup of a link between hosts");
+        m->n = l + 1;
+        MPI_Comm_rank(m->comm[l], &m->rank[l]);
+        MPI_Comm_size(m->comm[l], &m->size[l]);
+    }
+    return HIAR_SUCCESS;
+}
+
+hiar_result_t hiar_port_mpi(const MPI_Comm *links, int n, hiar_port_t *port)
+{
+    HIAR_CHECK(hiar_port_mpi_alloc(n, port));
+    hiar_result_t rc = hiar_port_mpi_dup(port, links);
+    if (rc != HIAR_SUCCESS)
+        hiar_port_mpi_free(port);
+    return rc;
 }
 
 void hiar_port_mpi_free(hiar_port_t *port)

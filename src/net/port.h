@@ -12,9 +12,15 @@
 
 /*
  * Collective over every links[l] in order (the same order on every rank
- * of each).  n may be 0.  Fills port; hiar_port_mpi_free frees what it made.
+ * of each).  n may be 0.  Fills port; hiar_port_mpi_free frees what it made
+ * (also after a failure).  In two steps where a rank must not leave the
+ * others waiting in the dups: hiar_port_mpi_alloc, this rank's memory
+ * alone (agree on its outcome before), then hiar_port_mpi_dup, the
+ * collective part, which allocates nothing.
  */
 hiar_result_t hiar_port_mpi(const MPI_Comm *links, int n, hiar_port_t *port);
+hiar_result_t hiar_port_mpi_alloc(int n, hiar_port_t *port);
+hiar_result_t hiar_port_mpi_dup(hiar_port_t *port, const MPI_Comm *links);
 void hiar_port_mpi_free(hiar_port_t *port);
 
 /*

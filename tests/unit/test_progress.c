@@ -960,8 +960,10 @@ static int mpi_rounds(int me, int n, int persistent)
         MPI_Comm_rank(links[r], &link_me);
         ok &= sizes[r] == rd[r].size && link_me == rd[r].key;
     }
+    /* The port in core/hosts.c's two steps: its memory, agreed with the links' sizes, then the dups. */
+    ok = ok && hiar_port_mpi_alloc(k, &cfg.port) == HIAR_SUCCESS;
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* links of their sizes on every rank */
-    ok = ok && hiar_port_mpi(links, k, &cfg.port) == HIAR_SUCCESS;
+    ok = ok && hiar_port_mpi_dup(&cfg.port, links) == HIAR_SUCCESS;
     ok = ok && hiar_progress_start(&cfg, &engine) == HIAR_SUCCESS;
     for (int call = 0; ok && call < CALLS; call++) {
         hiar_progress_job_t jobs[HIAR_TIER_ROUNDS_MAX];
