@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,8 +41,9 @@ static int registered;
 static cudaStream_t calls_stream;
 /* --verbose: rank 0 names every case that passed too (a stalled case is then the one after the last). */
 static int verbose;
-/* Every rank alone on 5 or 7 (simulated) hosts: device calls go through staged MPI, and a graph's capture must
- * be refused (every_rank_alone_staged). */
+/* Every rank alone on 5 or 7 (simulated) hosts (every_rank_alone_staged), or the step between groups over MPI
+ * with HIAR_PROGRESS=0 in the environment: device calls go through staged MPI, and a graph's capture must be
+ * refused. */
 static int graphs_refused;
 
 static void capture_refused(hiar_comm_t *comm);
@@ -916,18 +918,43 @@ static int finish(void)
     return failed ? 1 : 0;
 }
 
+/* Whether the environment sets name to value (any case, as hiar reads its parameters). */
+static int env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && strcasecmp(v, value) == 0;
+}
+
+/* The (simulated) hosts of the ranks: distinct HIAR_HOST_IDs (1 without). Collective. */
+static int host_count(const char *hosts)
+{
+    unsigned h = 5381;
+    int first, count;
+    MPI_Comm same;
+
+    if (!hosts)
+        return 1;
+    for (const char *p = hosts; *p; p++)
+        h = h * 33 + (unsigned char)*p;
+    MPI_Comm_split(MPI_COMM_WORLD, (int)(h & 0x7fffffff), rank, &same);
+    MPI_Comm_rank(same, &first);
+    MPI_Comm_free(&same);
+    count = first == 0;
+    MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    return count;
+}
+
 /*
  * Whether every rank is alone in its group (HIAR_GROUPS of one rank each, or
  * one rank per simulated host) and their number has a prime factor above 3
  * (5 or 7 ranks here): the step between groups over MPI is then the
  * blocking, staged one, which refuses captures (the progress thread takes
  * such comms in rounds over the factors 2 and 3 only: doc/guide.md).
+ * nhosts: host_count's.
  */
-static int every_rank_alone_staged(const char *hosts, const char *groups)
+static int every_rank_alone_staged(int nhosts, const char *groups)
 {
-    int bars = 0, alone, n = nranks;
-    unsigned h = 5381;
-    MPI_Comm same;
+    int bars = 0, n = nranks;
 
     while (n % 2 == 0)
         n /= 2;
@@ -937,24 +964,13 @@ static int every_rank_alone_staged(const char *hosts, const char *groups)
         return 0;
     for (const char *p = groups; p && *p; p++)
         bars += *p == '|';
-    if (groups && bars + 1 == nranks)
-        return 1;
-    if (!hosts)
-        return 0;
-    for (const char *p = hosts; *p; p++)
-        h = h * 33 + (unsigned char)*p;
-    MPI_Comm_split(MPI_COMM_WORLD, (int)(h & 0x7fffffff), rank, &same);
-    MPI_Comm_size(same, &alone);
-    MPI_Comm_free(&same);
-    alone = alone == 1;
-    MPI_Allreduce(MPI_IN_PLACE, &alone, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return alone;
+    return (groups && bars + 1 == nranks) || nhosts == nranks;
 }
 
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, alone_staged;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, staged, nhosts;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -969,8 +985,11 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    alone_staged = every_rank_alone_staged(hosts, getenv("HIAR_GROUPS"));
-    graphs_refused = hosts && alone_staged; /* every comm's device calls: staged MPI */
+    /* Where the step between groups goes through MPI, whether it is staged (blocking); the default comm's goes
+     * through MPI between hosts, or on one host under HIAR_BETWEEN=mpi. */
+    nhosts = host_count(hosts);
+    staged = env_is("HIAR_PROGRESS", "0") || every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
+    graphs_refused = (nhosts > 1 || (groups && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
@@ -1038,7 +1057,7 @@ int main(int argc, char **argv)
         one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
-        if (alone_staged)
+        if (staged)
             capture_refused(comm);
         else
             graph(comm, HIAR_BFLOAT16, 1 << 20);
