@@ -87,7 +87,8 @@ static void print_table_header(const bench_t *b)
     printf("\n#%11s %12s %9s %6s", "size", "count", "type", "redop");
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i))
-            printf(" %9s %7s %7s %6s", "time", "algbw", "busbw", "#wrong");
+            printf(" %9s %7s %7s %6s", "time", b->opt.overlap ? "median" : "algbw", b->opt.overlap ? "max" : "busbw",
+                   "#wrong");
     for (int i = 0; i < IMPL_MAIN_COUNT; i++)
         if (has_ratio(b, i)) {
             char name[16];
@@ -100,7 +101,8 @@ static void print_table_header(const bench_t *b)
     printf("\n#%11s %12s%17s", "(B)", "(elements)", "");
     for (int i = 0, first = 1; i < IMPL_MAIN_COUNT; i++)
         if (has(b, i)) {
-            printf("%*s %9s %7s %7s", first ? 0 : 7, "", "(us)", "(GB/s)", "(GB/s)");
+            const char *unit = b->opt.overlap ? "(us)" : "(GB/s)";
+            printf("%*s %9s %7s %7s", first ? 0 : 7, "", "(us)", unit, unit);
             first = 0;
         }
     if (b->opt.split) {
@@ -143,8 +145,11 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
         }
         if (r->wrong >= 0)
             snprintf(wrong, sizeof wrong, "%lld", r->wrong);
-        printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us), bus * algbw(bytes, r->time_us),
-               wrong);
+        if (b->opt.overlap) /* the bandwidths mean nothing there: the median and the most of a call instead */
+            printf(" %9.2f %7.2f %7.2f %6s", r->time_us, r->median_us, r->max_us, wrong);
+        else
+            printf(" %9.2f %7.2f %7.2f %6s", r->time_us, algbw(bytes, r->time_us), bus * algbw(bytes, r->time_us),
+                   wrong);
     }
     for (int i = 0; i < IMPL_MAIN_COUNT; i++) {
         if (!has_ratio(b, i))
@@ -165,7 +170,8 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
  * One implementation's result in a machine-readable row.  size_bytes and
  * count: the message; algbw and busbw: what the implementation moved;
  * time 0 where n/a, wrong -1 where not known; ratios: --split's, on hiar's
- * row (NULL elsewhere; 0 where n/a), in JSON only: CSV keeps its columns.
+ * row (NULL elsewhere; 0 where n/a), and --overlap's median and most, in
+ * JSON only: CSV keeps its columns.
  */
 typedef struct {
     size_t bytes, count;
@@ -174,6 +180,7 @@ typedef struct {
     double time_us, algbw, busbw;
     long long wrong;
     const double *ratios;
+    double median_us, max_us;
 } row_t;
 
 static void csv_row(const bench_t *b, FILE *out, const row_t *r)
@@ -199,6 +206,8 @@ static void json_row(const bench_t *b, FILE *out, const row_t *r)
         fprintf(out, "\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
     else
         fprintf(out, "\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
+    if (r->ok && b->opt.overlap)
+        fprintf(out, "\"median_us\":%.3f,\"max_us\":%.3f,", r->median_us, r->max_us);
     if (r->wrong >= 0)
         fprintf(out, "\"wrong\":%lld", r->wrong);
     else
@@ -223,7 +232,7 @@ static void print_rows(const bench_t *b, FILE *out, size_t count, const result_t
     for (int i = 0; i < IMPL_COUNT; i++) {
         const result_t *r = &res[i];
         row_t row = {count * b->esize, count, bench_impls[i].name, r->status == RUN_OK, 0.0, 0.0, 0.0, -1,
-                     b->opt.split && i == IMPL_HIAR ? ratios : NULL};
+                     b->opt.split && i == IMPL_HIAR ? ratios : NULL, 0.0, 0.0};
         size_t bytes;
         double bus;
         if (!has(b, i))
@@ -234,6 +243,8 @@ static void print_rows(const bench_t *b, FILE *out, size_t count, const result_t
             row.algbw = algbw(bytes, r->time_us);
             row.busbw = bus * row.algbw;
             row.wrong = r->wrong;
+            row.median_us = r->median_us;
+            row.max_us = r->max_us;
         }
         print(b, out, &row);
     }
@@ -407,8 +418,8 @@ static void print_info(const bench_t *b)
     if (o->overlap)
         fprintf(b->info, "# overlap: time = how soon a call returns to the caller with %d ms of work ahead of it "
                          "on the stream (the stream waits on the GPU for a word a thread sets then), mean over ITERS calls, max "
-                         "over ranks; "
-                         "algbw and busbw mean nothing here\n", OVERLAP_MS);
+                         "over ranks; in place of algbw and busbw (which mean nothing here): the median and the most "
+                         "of a call, max over ranks\n", OVERLAP_MS);
     if (o->split)
         bench_split_describe(&b->split, b->info, b->nranks,
                              !b->device       ? "host buffers"

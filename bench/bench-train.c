@@ -142,13 +142,6 @@ static run_t step(train_t *t, int impl, int phase)
     return status;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-
-    return (x > y) - (x < y);
-}
-
 /* -w, then -n timed steps of a phase; *ms: the median over steps of the slowest rank's time. */
 static run_t time_phase(train_t *t, int impl, int phase, double *ms)
 {
@@ -171,8 +164,7 @@ static run_t time_phase(train_t *t, int impl, int phase, double *ms)
     if (status != RUN_OK)
         return status;
     MPI_Allreduce(MPI_IN_PLACE, t->times, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    qsort(t->times, (size_t)n, sizeof t->times[0], by_value);
-    *ms = (n % 2 ? t->times[n / 2] : (t->times[n / 2 - 1] + t->times[n / 2]) / 2) * 1e3;
+    *ms = bench_median(t->times, n) * 1e3;
     return RUN_OK;
 }
 

@@ -95,6 +95,7 @@ typedef struct {
     run_t status;
     double time_us;  /* max over ranks of the per-rank mean */
     long long wrong; /* wrong elements summed over ranks; -1: not checked */
+    double median_us, max_us; /* --overlap: max over ranks of the per-rank median and most of a call */
 } result_t;
 
 typedef struct {
@@ -186,6 +187,8 @@ run_t bench_agree(run_t status);
 run_t bench_async_status(bench_t *b, int impl, run_t status);
 /* The check's tolerance for AVG, in ulps of the inputs: 0 for other ops. */
 int bench_avg_ulps(const bench_t *b, int impl);
+/* The median of v[0..n) (n > 0; sorts v). */
+double bench_median(double *v, int n);
 
 static inline int has(const bench_t *b, int impl)
 {

@@ -341,34 +341,45 @@ static run_t time_graph(bench_t *b, int impl, size_t count, double *seconds)
  * the call to its return: what a training loop waits before it can launch
  * its next kernel.  A call that waits on the host for the GPU takes the
  * whole OVERLAP_MS and more; one that only launches kernels, microseconds.
+ * Beside the mean, this rank's median and most of a call (spread): on the
+ * GPU machine (a VM) a launch took 4-26 us and a few 40, so a mean of 10
+ * calls moved by 10-30 us between machine starts (2026-12-05).
  */
-static run_t time_overlap(bench_t *b, int impl, size_t count, double *seconds)
+static run_t time_overlap(bench_t *b, int impl, size_t count, double *seconds, double spread[2])
 {
     run_t status = warm_up(b, impl, count);
-    double total = 0.0;
+    double total = 0.0, *each = calloc((size_t)b->opt.iters, sizeof(double));
+    int n = 0;
 
-    for (int i = 0; i < b->opt.iters && status == RUN_OK; i++) {
+    if (!each)
+        bench_die("--overlap: cannot allocate %d timings", b->opt.iters);
+    for (; n < b->opt.iters && status == RUN_OK; n++) {
         double t0;
         bench_stream_sync(b);
         MPI_Barrier(MPI_COMM_WORLD);
         bench_stream_busy(b, OVERLAP_MS);
         t0 = MPI_Wtime();
         status = run_once(b, impl, count);
-        total += MPI_Wtime() - t0;
+        each[n] = MPI_Wtime() - t0;
+        total += each[n];
+        spread[1] = each[n] > spread[1] ? each[n] : spread[1];
     }
     bench_stream_sync(b);
     *seconds = total / b->opt.iters;
+    spread[0] = n ? bench_median(each, n) : 0.0;
+    free(each);
     return bench_agree(bench_async_status(b, impl, status));
 }
 
-static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds)
+/* *seconds: this rank's mean per call; spread: --overlap's median and most (else untouched). */
+static run_t time_calls(bench_t *b, int impl, size_t count, double *seconds, double spread[2])
 {
 #ifdef HIAR_HAVE_CUDA
     if (graphed(b, impl))
         return time_graph(b, impl, count, seconds);
 #endif
     if (b->opt.overlap)
-        return time_overlap(b, impl, count, seconds);
+        return time_overlap(b, impl, count, seconds, spread);
     return time_eager(b, impl, count, seconds);
 }
 
@@ -425,6 +436,12 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* The rounds of every implementation in res still RUN_OK that takes them: time_us their median. */
 static void time_rounds(bench_t *b, size_t count, result_t *res)
 {
@@ -444,8 +461,7 @@ static void time_rounds(bench_t *b, size_t count, result_t *res)
         }
     for (int i = 0; i < IMPL_COUNT; i++)
         if (res[i].status == RUN_OK && in_rounds(b, i)) {
-            qsort(t[i], BENCH_AUTO_ROUNDS, sizeof t[i][0], by_value);
-            res[i].time_us = t[i][BENCH_AUTO_ROUNDS / 2] * 1e6;
+            res[i].time_us = bench_median(t[i], BENCH_AUTO_ROUNDS) * 1e6;
         }
 }
 
@@ -456,8 +472,8 @@ static void time_rounds(bench_t *b, size_t count, result_t *res)
  */
 static result_t measure(bench_t *b, int impl, size_t count)
 {
-    result_t r = {RUN_FAILED, 0.0, -1};
-    double seconds = 0.0;
+    result_t r = {RUN_FAILED, 0.0, -1, 0.0, 0.0};
+    double seconds = 0.0, spread[2] = {0.0, 0.0};
 
     if (b->dead[impl])
         return r;
@@ -469,8 +485,12 @@ static result_t measure(bench_t *b, int impl, size_t count)
     r.status = checked(b, impl) ? check(b, impl, count, &r.wrong) : RUN_OK;
     if (r.status != RUN_OK || in_rounds(b, impl))
         return r;
-    r.status = time_calls(b, impl, count, &seconds);
+    r.status = time_calls(b, impl, count, &seconds, spread);
     r.time_us = slowest_of(seconds) * 1e6;
+    if (b->opt.overlap) {
+        r.median_us = slowest_of(spread[0]) * 1e6;
+        r.max_us = slowest_of(spread[1]) * 1e6;
+    }
     return r;
 }
 
@@ -593,7 +613,7 @@ static int run_sizes(bench_t *b)
         size_t count = size / b->esize;
         result_t res[IMPL_COUNT];
         for (int i = 0; count > 0 && i < IMPL_COUNT; i++) {
-            res[i] = (result_t){RUN_NA, 0.0, -1};
+            res[i] = (result_t){RUN_NA, 0.0, -1, 0.0, 0.0};
             if (has(b, i))
                 res[i] = measure(b, i, count);
         }
