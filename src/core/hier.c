@@ -234,6 +234,31 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     return rc;
 }
 
+/*
+ * Two kernels where the three-step path launches three: the group's LL
+ * kernel leaves the group's sum alike on its ranks (summed in rank order;
+ * AVG divides once, between hosts), and each rank's job with its
+ * counterparts reduces it in link order, so every rank gets the same bits.
+ * Every rank sends the whole message, not its shard: the group's ranks put
+ * as many times its bytes on the wire between hosts, so only small
+ * messages take it (core/plan.c).  The three steps, 2 simulated hosts of 2
+ * ranks on one H100 (2026-12-05), spent on the calling thread per 1 KB
+ * call 3.9 us launching the reduce-scatter, 4.0 the hosts kernel and 3.6
+ * the all-gather, and the call took 51 us against staged MPI's 35.
+ */
+hiar_result_t hiar_hier_device_hosts_ll(hiar_comm_t *comm, const hiar_call_t *c)
+{
+    hiar_side_t *d = &comm->gpu->side;
+    hiar_call_t group = *c;
+
+    group.divisor = 0;
+    HIAR_CHECK(d->tp->run(d->state, &d->tier, &group, HIAR_STEP_ALLREDUCE));
+    HIAR_MARK(c, "in the group");
+    HIAR_CHECK(hiar_hosts_run_whole(comm->gpu->hosts, c, &d->tier));
+    HIAR_MARK(c, "between groups");
+    return HIAR_SUCCESS;
+}
+
 hiar_result_t hiar_hier_device_fused(hiar_comm_t *comm, const hiar_call_t *c)
 {
     return hiar_between_fused(&comm->gpu->between, &comm->gpu->side, c);

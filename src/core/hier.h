@@ -27,6 +27,14 @@ hiar_result_t hiar_hier_oneshot(hiar_comm_t *comm, const hiar_call_t *chunk);
  */
 hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *call);
 
+/*
+ * Device buffers over groups on the progress engine, small messages (the
+ * plan's ipc-hosts-ll): the group's one-shot kernel, then every rank's job
+ * with its counterparts over the whole message (core/hosts.h
+ * hiar_hosts_run_whole); no all-gather.
+ */
+hiar_result_t hiar_hier_device_hosts_ll(hiar_comm_t *comm, const hiar_call_t *call);
+
 /* Device buffers over groups exchanging on the GPU, in one kernel (core/between.h hiar_between_fused). */
 hiar_result_t hiar_hier_device_fused(hiar_comm_t *comm, const hiar_call_t *call);
 

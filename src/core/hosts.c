@@ -573,6 +573,27 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
     return HIAR_SUCCESS;
 }
 
+int hiar_hosts_whole_ok(const hiar_hosts_t *h, const hiar_tier_t *t)
+{
+    const hiar_grouping_t *g = &t->groups;
+
+    for (int k = 0; k < g->ngroups; k++)
+        if (g->start[k + 1] - g->start[k] != t->nshards)
+            return 0;
+    return !h->nrounds;
+}
+
+hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
+{
+    size_t bytes = hiar_call_bytes(c);
+    int capturing;
+
+    HIAR_ASSERT(hiar_hosts_whole_ok(h, t));
+    HIAR_CHECK(job_start(h, c, &capturing));
+    return run_job(h, c, h->link_of[t->local],
+                   hiar_pieces_make(bytes, bytes, HIAR_IPC_SHARD_UNIT, 1, 0, HOSTS_PIECE_BYTES), capturing);
+}
+
 hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, const hiar_tier_t *parts)
 {
     int capturing;

@@ -50,6 +50,19 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
 
 /*
+ * Whether every rank can take the whole message to its counterparts
+ * (hiar_hosts_run_whole): every group of t has t->nshards ranks, so each
+ * rank owns one shard and has its link, and no rounds.  The same on every
+ * rank.
+ */
+int hiar_hosts_whole_ok(const hiar_hosts_t *h, const hiar_tier_t *t);
+/*
+ * The latency path's step (core/hier.c): the whole of c, which the group
+ * left alike on its ranks, over this rank's link to its counterparts, one
+ * job (where hiar_hosts_whole_ok).
+ */
+hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
+/*
  * Groups on several hosts, as many on each (core/between.h, per_host): the
  * step of c for this rank's part (parts->local of parts->nshards, the tier
  * set up with the links) of shard s (of c->nshards) of every chunk, in one

@@ -17,6 +17,8 @@ const char *hiar_plan_name(hiar_plan_t p)
                                              {"", "pinned-ll", "pinned-push", "pinned-twoshot", "pinned-pull"}};
     int side = p.via == HIAR_VIA_FLAT ? 1 : p.via == HIAR_VIA_PINNED ? 2 : 0; /* a second side of the device's */
 
+    if (p.via == HIAR_VIA_DEVICE && p.alg == HIAR_ALG_HIER_ONESHOT && p.between == HIAR_KERNEL_NONE)
+        return "ipc-hosts-ll";
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT         ? "ipc-hier-ll"
                : p.kernel != HIAR_KERNEL_TWOSHOT      ? "ipc-hier"
@@ -53,6 +55,23 @@ static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm, size_t pinn
                 : norm          ? in->ipc_ll_max
                                 : HIAR_IPC_ONESHOT_BUDGET / (size_t)n;
     return ll < in->ipc_ll_max ? ll : in->ipc_ll_max;
+}
+
+/*
+ * Over groups on the progress engine, with a link per rank: the latency
+ * path (the group's LL, the whole message between hosts) up to
+ * HIAR_ONESHOT_MAX (HIAR_ALGO=oneshot: the group's LL limit), else
+ * HIAR_HOSTS_LL_BUDGET over the group's ranks; never past the group's LL
+ * limit; 0 for other comms, and under other forced algorithms.
+ */
+static size_t hosts_ll_max(const hiar_plan_input_t *in)
+{
+    int g = in->device_nshards > 1 ? in->device_nshards : 1;
+    size_t group = ll_limit(in, g, 0, HIAR_PINNED_LL_MAX), budget = HIAR_HOSTS_LL_BUDGET / (size_t)g;
+
+    if (!in->hosts_async || !in->hosts_whole || (in->algo != HIAR_ALGO_AUTO && in->algo != HIAR_ALGO_ONESHOT))
+        return 0;
+    return in->oneshot_max || in->algo == HIAR_ALGO_ONESHOT || group < budget ? group : budget;
 }
 
 /* The most ranks whose segments share one machine's /dev/shm (at least 1). */
@@ -135,6 +154,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
      * between groups, all-gather (three kernels). */
     out->device_hier_ll_max = ll_limit(in, in->device_nshards > in->ngroups ? in->device_nshards : in->ngroups, 0,
                                        HIAR_PINNED_LL_MAX);
+    out->device_hosts_ll_max = hosts_ll_max(in);
     /* The one group over the host: by default while its LL kernel takes the
      * message (one launch and one hop instead of the group's kernel and the
      * step between groups); above, the hierarchical paths send each byte
@@ -380,7 +400,10 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
             p.blocks_log2 = blocks_log2_of(tuned);
         return p;
     }
-    /* On the progress engine the kernels' path never waits on the host: every size takes it. */
+    /* On the progress engine the kernels' path never waits on the host: every size takes it, small messages
+     * its latency path where it has one (ipc-hosts-ll: the group's LL, no step between groups' kernel). */
+    if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready && in->bytes <= l.device_hosts_ll_max)
+        return plan_of(HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL);
     if (alg != HIAR_ALG_MPI && in->ngroups > 1 && in->hier_ready &&
         (in->hosts_async || (alg == HIAR_ALG_HIER && in->bytes > HIAR_DEVICE_HIER_MIN))) {
         hiar_plan_t p = plan_of(HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);

@@ -38,6 +38,17 @@
  * once: host paths 23 against 42 us at 4 KB and 43 against 49 at 16 KB;
  * the kernels' path took 55 us at 32 KB and 69 at 64 KB. */
 #define HIAR_DEVICE_HIER_MIN (16 * 1024)
+/* Device messages between hosts on the progress engine, every group of as
+ * many ranks: up to this over the group's ranks (and within the group's LL
+ * limit) they take the latency path, the group's LL kernel and the whole
+ * message to the counterparts (core/hier.c hiar_hier_device_hosts_ll): two
+ * launches instead of three, no all-gather, but g ranks of a group put g
+ * times the three steps' bytes on the wire between hosts, at most this
+ * much more per call.  Not yet measured (2026-12-05): the three steps'
+ * all-gather cost 3.6 us of launch on the calling thread at 1 KB on one
+ * H100 (a VM), 128 KB more at 25 GB/s about 5 us; HIAR_ONESHOT_MAX sets the
+ * limit itself, HIAR_ALGO=hier turns it off. */
+#define HIAR_HOSTS_LL_BUDGET (128 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
  * 6.4 against 8.0 us); a rank writes 2 (n-1) x the message in flagged
@@ -133,6 +144,8 @@ typedef struct {
     int device_spread;   /* ... and the most shards a rank of any group receives per sender, times the group's
                           * ranks (the same on every rank; hiar_ipc_hier_fused_chunk); 0: device_nshards */
     int hosts_async;    /* device buffers: that step runs over MPI on the progress engine (agreed; core/hosts.h) */
+    int hosts_whole;    /* ... and every rank can take the whole message to its counterparts (core/hosts.h
+                         * hiar_hosts_whole_ok: every group of device_nshards ranks; agreed) */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
     int flat_nranks;    /* device buffers: ranks of the one CUDA IPC group over the host (agreed); 0: none */
@@ -159,6 +172,7 @@ typedef struct {
     size_t ipc_ll_max;           /* one group with IPC: LL up to this, then push */
     size_t ipc_push_max;         /* ... push up to this, then two-shot */
     size_t device_hier_ll_max;   /* device buffers over groups exchanging on the GPU: latency path up to this */
+    size_t device_hosts_ll_max;  /* device buffers over groups on the progress engine: latency path up to this */
     size_t device_flat_max;      /* device buffers over groups: the one group over the host up to this (0: none) */
 } hiar_plan_limits_t;
 

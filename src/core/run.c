@@ -87,6 +87,8 @@ static hiar_result_t run_device(hiar_comm_t *comm, const hiar_call_t *c)
 
     if (side != &gpu->side)
         return side->tp->run(side->state, &side->tier, c, HIAR_STEP_ALLREDUCE);
+    if (c->plan.alg == HIAR_ALG_HIER_ONESHOT && c->plan.between == HIAR_KERNEL_NONE)
+        return hiar_hier_device_hosts_ll(comm, c);
     if ((c->plan.alg == HIAR_ALG_HIER || c->plan.alg == HIAR_ALG_HIER_ONESHOT) && c->plan.kernel != HIAR_KERNEL_NONE)
         return hiar_hier_device_fused(comm, c);
     if (c->plan.alg == HIAR_ALG_HIER)

@@ -925,23 +925,50 @@ static int env_is(const char *name, const char *value)
     return v && strcasecmp(v, value) == 0;
 }
 
-/* The (simulated) hosts of the ranks: distinct HIAR_HOST_IDs (1 without). Collective. */
-static int host_count(const char *hosts)
+/* The (simulated) hosts of the ranks: distinct HIAR_HOST_IDs (1 without); *even: whether every host has as many
+ * ranks. Collective. */
+static int host_count(const char *hosts, int *even)
 {
     unsigned h = 5381;
-    int first, count;
+    int first, count, size[2];
     MPI_Comm same;
 
+    *even = 1;
     if (!hosts)
         return 1;
     for (const char *p = hosts; *p; p++)
         h = h * 33 + (unsigned char)*p;
     MPI_Comm_split(MPI_COMM_WORLD, (int)(h & 0x7fffffff), rank, &same);
     MPI_Comm_rank(same, &first);
+    MPI_Comm_size(same, &size[0]);
     MPI_Comm_free(&same);
     count = first == 0;
+    size[1] = -size[0];
     MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, size, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* the fewest, and the most negated */
+    *even = size[0] == -size[1];
     return count;
+}
+
+/*
+ * Whether small messages of the default comm take the latency path between
+ * hosts (ipc-hosts-ll: core/plan.c): on the progress engine, a group per
+ * host of as many ranks each (no HIAR_GROUPS, no --per-host), no rounds
+ * (a rank per host on more than 2), HIAR_ALGO auto or oneshot.
+ */
+static int hosts_ll_expected(int nhosts, int even, int staged, int per_host)
+{
+    return nhosts > 1 && even && !staged && !per_host && !getenv("HIAR_GROUPS") && !(nhosts == nranks && nranks > 2) &&
+           (!getenv("HIAR_ALGO") || env_is("HIAR_ALGO", "auto") || env_is("HIAR_ALGO", "oneshot"));
+}
+
+/* A comm that kept the three steps would pass every case too: so its description must say which. */
+static void hosts_ll_present(hiar_comm_t *comm, int want)
+{
+    char what[96];
+
+    snprintf(what, sizeof(what), "small messages between hosts: the latency path %s", want ? "taken" : "not taken");
+    record(describes(comm, "device paths:", "ipc-hosts-ll up to") == want, what);
 }
 
 /*
@@ -970,7 +997,7 @@ static int every_rank_alone_staged(int nhosts, const char *groups)
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, staged, nhosts;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, staged, nhosts, even;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -987,7 +1014,7 @@ int main(int argc, char **argv)
     }
     /* Where the step between groups goes through MPI, whether it is staged (blocking); the default comm's goes
      * through MPI between hosts, or on one host under HIAR_BETWEEN=mpi. */
-    nhosts = host_count(hosts);
+    nhosts = host_count(hosts, &even);
     staged = env_is("HIAR_PROGRESS", "0") || every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
     graphs_refused = (nhosts > 1 || (groups && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
@@ -1028,6 +1055,7 @@ int main(int argc, char **argv)
         hiar_comm_describe(comm, stdout);
     if (per_host)
         per_host_present(comm);
+    hosts_ll_present(comm, hosts_ll_expected(nhosts, even, staged, per_host));
     matrix(comm);
     edge_values(comm);
     stress_mixed(comm, quick ? 64 : 1024);
@@ -1068,6 +1096,17 @@ int main(int argc, char **argv)
         one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 300007, 1, 0);
         one_case(comm, HIAR_FLOAT32, HIAR_SUM, 4097, 0, 1);
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
+        hiar_comm_destroy(comm);
+    }
+    if (nhosts > 1 && !staged) {
+        /* Small messages between hosts along the three steps, which the latency path takes from the default
+         * comm where groups have as many ranks: every dtype, in place, offsets, back to back, captured. */
+        comm = create("HIAR_ALGO=hier");
+        hosts_ll_present(comm, 0);
+        every_dtype(comm, 4097, 1);
+        one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 7, 1, 1);
+        stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
+        graph(comm, HIAR_FLOAT32, 1000);
         hiar_comm_destroy(comm);
     }
     if (per_host) {

@@ -27,6 +27,8 @@
 /* Several groups exchanging on the GPU: the latency path, and the bandwidth path's kernel between groups. */
 #define BETWEEN_LL {HIAR_ALG_HIER_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_LL, 0, HIAR_KERNEL_LL, 0}
 #define BETWEEN(KERNEL, CHUNK) {HIAR_ALG_HIER, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE, CHUNK, HIAR_KERNEL_##KERNEL, 0}
+/* Groups on the progress engine: small messages the group's LL, then the whole message between hosts. */
+#define HOSTS_LL IPC(HIER_ONESHOT, LL)
 /* The one group over the host (HIAR_FLAT). */
 #define FLAT(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_FLAT, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
 #define PINNED(ALG, KERNEL) {HIAR_ALG_##ALG, HIAR_VIA_PINNED, HIAR_KERNEL_##KERNEL, 0, HIAR_KERNEL_NONE, 0}
@@ -343,6 +345,7 @@ Test(plan, every_rank_alone)
     in.algo = HIAR_ALGO_AUTO;
     in.between_gpu = 0;
     in.hosts_async = 1;
+    /* hosts_whole unset: no latency path, whatever the size */
     for (size_t bytes = 4; bytes <= 64 * M; bytes *= 64) {
         in.bytes = bytes;
         got = hiar_plan_choose(&in);
@@ -362,6 +365,59 @@ Test(plan, every_rank_alone)
     in.hosts_async = 1;
     in.device = 0;
     cr_expect(hiar_plan_choose(&in).alg == HIAR_ALG_MPI && hiar_plan_choose(&in).via == HIAR_VIA_HOST);
+}
+
+/*
+ * Groups on the progress engine with a link per rank (hosts_whole): the
+ * latency path up to 128 KB over the group's ranks, within the group's LL
+ * limit, where HIAR_ALGO is auto; HIAR_ONESHOT_MAX moves it, HIAR_ALGO=oneshot
+ * takes it to the group's LL limit, another forced algorithm never; without
+ * a link per rank, or on a staged step, never.
+ */
+Test(plan, hosts_latency_path)
+{
+    static const struct {
+        int group, algo, pinned;
+        size_t oneshot_max, last; /* the largest size that takes it; 0: none */
+    } cases[] = {
+        {2, HIAR_ALGO_AUTO, 0, 0, 64 * K},          {4, HIAR_ALGO_AUTO, 0, 0, 32 * K},
+        {8, HIAR_ALGO_AUTO, 0, 0, 16 * K},          {1, HIAR_ALGO_AUTO, 0, 0, 128 * K},
+        {2, HIAR_ALGO_AUTO, 1, 0, 16 * K},          {2, HIAR_ALGO_AUTO, 0, 4 * K, 4 * K},
+        {2, HIAR_ALGO_AUTO, 0, 256 * K, 256 * K},   {2, HIAR_ALGO_ONESHOT, 0, 0, 512 * K},
+        {4, HIAR_ALGO_ONESHOT, 0, 0, 256 * K},      {2, HIAR_ALGO_HIER, 0, 0, 0},
+        {2, HIAR_ALGO_TWOSHOT, 0, 0, 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hiar_plan_input_t in = {0};
+        in.nranks = 2 * cases[i].group;
+        in.ngroups = in.host_ngroups = 2;
+        in.host_nshards = in.device_nshards = cases[i].group;
+        in.device = in.ipc = in.hier_ready = in.hosts_async = in.hosts_whole = 1;
+        in.pinned = cases[i].pinned;
+        in.algo = cases[i].algo;
+        in.oneshot_max = cases[i].oneshot_max;
+        in.ipc_ll_max = 512 * K;
+        for (size_t bytes = 4 * K; bytes <= 1 * M; bytes *= 2) {
+            hiar_plan_t got;
+            in.bytes = bytes;
+            got = hiar_plan_choose(&in);
+            if (bytes <= cases[i].last)
+                cr_expect(hiar_plan_equal(got, (hiar_plan_t)HOSTS_LL), "case %zu, %zu bytes: got %s", i, bytes,
+                          hiar_plan_name(got));
+            else
+                cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
+                          "case %zu, %zu bytes: got %s", i, bytes, hiar_plan_name(got));
+        }
+        in.bytes = 4 * K;
+        in.hosts_whole = 0;
+        cr_expect(!hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HOSTS_LL), "case %zu without a link per rank",
+                  i);
+        in.hosts_whole = 1;
+        in.hosts_async = 0;
+        cr_expect(hiar_plan_choose(&in).via == HIAR_VIA_STAGED, "case %zu staged: got %s", i,
+                  hiar_plan_name(hiar_plan_choose(&in)));
+    }
 }
 
 /* Pinned host memory somewhere in a comm of several groups (agreed): the latency path and LL between groups stop at 16 KB. */
@@ -537,7 +593,7 @@ Test(plan, names)
 {
     const hiar_plan_t plans[] = {HIAR_PLAN_ONESHOT, HIAR_PLAN_TWOSHOT, HIAR_PLAN_HIER, HIAR_PLAN_MPI,
                                  HIAR_PLAN_IPC_LL, HIAR_PLAN_IPC_PUSH, HIAR_PLAN_IPC_TWOSHOT,
-                                 STAGED(TWOSHOT), IPC(HIER, NONE), BETWEEN_LL, BETWEEN(TWOSHOT, 1),
+                                 STAGED(TWOSHOT), IPC(HIER, NONE), BETWEEN_LL, BETWEEN(TWOSHOT, 1), HOSTS_LL,
                                  FLAT(ONESHOT, LL), FLAT(ONESHOT, PUSH), FLAT(TWOSHOT, TWOSHOT)};
     enum { N = sizeof(plans) / sizeof(plans[0]) };
 
@@ -551,6 +607,7 @@ Test(plan, names)
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_HIER), "hier");
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HIAR_PLAN_MPI), "mpi");
     cr_expect_str_eq(hiar_plan_name((hiar_plan_t)FLAT(ONESHOT, LL)), "flat-ll");
+    cr_expect_str_eq(hiar_plan_name((hiar_plan_t)HOSTS_LL), "ipc-hosts-ll");
 }
 
 /* ---- shards ---- */
