@@ -162,8 +162,8 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
              l.device_hier_ll_max, in.device_nshards, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards),
              HIAR_IPC_PUSH_MAX, fused_chunk(&in), comm->gpu->between.why);
     else if (in.hier_ready && in.hosts_async && l.device_hosts_ll_max)
-        EMIT(out, "  device paths: ipc-hosts-ll up to %zu bytes (LL in the group, then the whole message with the "
-                  "counterparts), then hier (GPU) in chunks of %zu bytes; between groups: %s, %s",
+        EMIT(out, "  device paths: ipc-hosts-ll up to %zu bytes (the group's one-shot, then the whole message with "
+                  "the counterparts), then hier (GPU) in chunks of %zu bytes; between groups: %s, %s",
              l.device_hosts_ll_max, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why,
              comm->gpu->hosts_why);
     else if (in.hier_ready && in.hosts_async)

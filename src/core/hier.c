@@ -251,6 +251,7 @@ hiar_result_t hiar_hier_device_hosts_ll(hiar_comm_t *comm, const hiar_call_t *c)
     hiar_side_t *d = &comm->gpu->side;
     hiar_call_t group = *c;
 
+    HIAR_ASSERT(comm->gpu->hosts && comm->gpu->hosts_whole); /* the plan's condition (core/plan.c) */
     group.divisor = 0;
     HIAR_CHECK(d->tp->run(d->state, &d->tier, &group, HIAR_STEP_ALLREDUCE));
     HIAR_MARK(c, "in the group");

@@ -60,18 +60,20 @@ static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm, size_t pinn
 /*
  * Over groups on the progress engine, with a link per rank: the latency
  * path (the group's LL, the whole message between hosts) up to
- * HIAR_ONESHOT_MAX (HIAR_ALGO=oneshot: the group's LL limit), else
- * HIAR_HOSTS_LL_BUDGET over the group's ranks; never past the group's LL
- * limit; 0 for other comms, and under other forced algorithms.
+ * HIAR_ONESHOT_MAX (HIAR_ALGO=oneshot or pull: the group's LL limit, as
+ * choose_between takes LL), else HIAR_HOSTS_LL_BUDGET over the group's
+ * ranks; never past the group's LL limit; 0 for other comms, and under
+ * other forced algorithms.
  */
 static size_t hosts_ll_max(const hiar_plan_input_t *in)
 {
     int g = in->device_nshards > 1 ? in->device_nshards : 1;
+    int forced = in->algo == HIAR_ALGO_ONESHOT || in->algo == HIAR_ALGO_PULL;
     size_t group = ll_limit(in, g, 0, HIAR_PINNED_LL_MAX), budget = HIAR_HOSTS_LL_BUDGET / (size_t)g;
 
-    if (!in->hosts_async || !in->hosts_whole || (in->algo != HIAR_ALGO_AUTO && in->algo != HIAR_ALGO_ONESHOT))
+    if (!in->hosts_async || !in->hosts_whole || (in->algo != HIAR_ALGO_AUTO && !forced))
         return 0;
-    return in->oneshot_max || in->algo == HIAR_ALGO_ONESHOT || group < budget ? group : budget;
+    return in->oneshot_max || forced || group < budget ? group : budget;
 }
 
 /* The most ranks whose segments share one machine's /dev/shm (at least 1). */

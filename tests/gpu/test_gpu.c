@@ -925,41 +925,47 @@ static int env_is(const char *name, const char *value)
     return v && strcasecmp(v, value) == 0;
 }
 
-/* The (simulated) hosts of the ranks: distinct HIAR_HOST_IDs (1 without); *even: whether every host has as many
- * ranks. Collective. */
-static int host_count(const char *hosts, int *even)
+/* The hosts of the ranks: distinct HIAR_HOST_IDs where set (simulated hosts), else the MPI's shared-memory nodes.
+ * Collective. */
+static int host_count(const char *hosts)
 {
     unsigned h = 5381;
-    int first, count, size[2];
+    int first, count;
     MPI_Comm same;
 
-    *even = 1;
-    if (!hosts)
-        return 1;
-    for (const char *p = hosts; *p; p++)
-        h = h * 33 + (unsigned char)*p;
-    MPI_Comm_split(MPI_COMM_WORLD, (int)(h & 0x7fffffff), rank, &same);
+    if (hosts) {
+        for (const char *p = hosts; *p; p++)
+            h = h * 33 + (unsigned char)*p;
+        MPI_Comm_split(MPI_COMM_WORLD, (int)(h & 0x7fffffff), rank, &same);
+    } else
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &same);
     MPI_Comm_rank(same, &first);
-    MPI_Comm_size(same, &size[0]);
     MPI_Comm_free(&same);
     count = first == 0;
-    size[1] = -size[0];
     MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, size, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* the fewest, and the most negated */
-    *even = size[0] == -size[1];
     return count;
 }
 
 /*
- * Whether small messages of the default comm take the latency path between
- * hosts (ipc-hosts-ll: core/plan.c): on the progress engine, a group per
- * host of as many ranks each (no HIAR_GROUPS, no --per-host), no rounds
- * (a rank per host on more than 2), HIAR_ALGO auto or oneshot.
+ * Whether small messages of comm take the latency path between groups over
+ * MPI (ipc-hosts-ll: core/plan.c): device groups on several hosts (or on
+ * one under HIAR_BETWEEN=mpi), on the progress engine (not staged), every
+ * group of as many ranks, not the per-host split (--per-host), no rounds (a
+ * rank per host on more than 2), HIAR_ALGO auto, oneshot or pull.  From the
+ * comm's own grouping: several GPUs of a host may be split into groups.
+ * Collective.
  */
-static int hosts_ll_expected(int nhosts, int even, int staged, int per_host)
+static int hosts_ll_expected(hiar_comm_t *comm, int nhosts, int staged, int per_host)
 {
-    return nhosts > 1 && even && !staged && !per_host && !getenv("HIAR_GROUPS") && !(nhosts == nranks && nranks > 2) &&
-           (!getenv("HIAR_ALGO") || env_is("HIAR_ALGO", "auto") || env_is("HIAR_ALGO", "oneshot"));
+    int ngroups = 0, size[2] = {0, 0};
+
+    hiar_comm_group(comm, 1, &ngroups, NULL, NULL, &size[0]);
+    size[1] = -size[0];
+    MPI_Allreduce(MPI_IN_PLACE, size, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* the fewest, and the most negated */
+    return ngroups > 1 && (nhosts > 1 || env_is("HIAR_BETWEEN", "mpi")) && size[0] == -size[1] && !staged &&
+           !per_host && !(ngroups == nranks && nranks > 2) &&
+           (!getenv("HIAR_ALGO") || env_is("HIAR_ALGO", "auto") || env_is("HIAR_ALGO", "oneshot") ||
+            env_is("HIAR_ALGO", "pull"));
 }
 
 /* A comm that kept the three steps would pass every case too: so its description must say which. */
@@ -997,7 +1003,7 @@ static int every_rank_alone_staged(int nhosts, const char *groups)
 int main(int argc, char **argv)
 {
     MPI_Comm local;
-    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, staged, nhosts, even;
+    int lrank, ndev = 0, quick = 0, only_graphs = 0, killed = 0, per_host = 0, staged, nhosts, hosts_ll;
     const char *hosts = getenv("HIAR_HOST_ID");
     int groups = getenv("HIAR_GROUPS") && strchr(getenv("HIAR_GROUPS"), '|');
     hiar_comm_t *comm;
@@ -1014,8 +1020,10 @@ int main(int argc, char **argv)
     }
     /* Where the step between groups goes through MPI, whether it is staged (blocking); the default comm's goes
      * through MPI between hosts, or on one host under HIAR_BETWEEN=mpi. */
-    nhosts = host_count(hosts, &even);
-    staged = env_is("HIAR_PROGRESS", "0") || every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
+    nhosts = host_count(hosts);
+    /* Without MPI_THREAD_MULTIPLE there is no progress thread (core/hosts.h). */
+    staged = env_is("HIAR_PROGRESS", "0") || mpi_thread_level < MPI_THREAD_MULTIPLE ||
+             every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
     graphs_refused = (nhosts > 1 || (groups && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
@@ -1055,7 +1063,8 @@ int main(int argc, char **argv)
         hiar_comm_describe(comm, stdout);
     if (per_host)
         per_host_present(comm);
-    hosts_ll_present(comm, hosts_ll_expected(nhosts, even, staged, per_host));
+    hosts_ll = hosts_ll_expected(comm, nhosts, staged, per_host);
+    hosts_ll_present(comm, hosts_ll);
     matrix(comm);
     edge_values(comm);
     stress_mixed(comm, quick ? 64 : 1024);
@@ -1098,9 +1107,9 @@ int main(int argc, char **argv)
         stress(comm, HIAR_FLOAT32, 1 << 20, quick ? 16 : 64);
         hiar_comm_destroy(comm);
     }
-    if (nhosts > 1 && !staged) {
-        /* Small messages between hosts along the three steps, which the latency path takes from the default
-         * comm where groups have as many ranks: every dtype, in place, offsets, back to back, captured. */
+    if (hosts_ll) {
+        /* Small messages along the three steps, which the latency path takes from the default comm: every
+         * dtype, in place, offsets, back to back, captured. */
         comm = create("HIAR_ALGO=hier");
         hosts_ll_present(comm, 0);
         every_dtype(comm, 4097, 1);

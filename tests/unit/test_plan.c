@@ -371,7 +371,7 @@ Test(plan, every_rank_alone)
  * Groups on the progress engine with a link per rank (hosts_whole): the
  * latency path up to 128 KB over the group's ranks, within the group's LL
  * limit, where HIAR_ALGO is auto; HIAR_ONESHOT_MAX moves it, HIAR_ALGO=oneshot
- * takes it to the group's LL limit, another forced algorithm never; without
+ * (or pull) takes it to the group's LL limit, another forced algorithm never; without
  * a link per rank, or on a staged step, never.
  */
 Test(plan, hosts_latency_path)
@@ -384,7 +384,8 @@ Test(plan, hosts_latency_path)
         {8, HIAR_ALGO_AUTO, 0, 0, 16 * K},          {1, HIAR_ALGO_AUTO, 0, 0, 128 * K},
         {2, HIAR_ALGO_AUTO, 1, 0, 16 * K},          {2, HIAR_ALGO_AUTO, 0, 4 * K, 4 * K},
         {2, HIAR_ALGO_AUTO, 0, 256 * K, 256 * K},   {2, HIAR_ALGO_ONESHOT, 0, 0, 512 * K},
-        {4, HIAR_ALGO_ONESHOT, 0, 0, 256 * K},      {2, HIAR_ALGO_HIER, 0, 0, 0},
+        {4, HIAR_ALGO_ONESHOT, 0, 0, 256 * K},      {2, HIAR_ALGO_PULL, 0, 0, 512 * K},
+        {2, HIAR_ALGO_HIER, 0, 0, 0},
         {2, HIAR_ALGO_TWOSHOT, 0, 0, 0},
     };
 
