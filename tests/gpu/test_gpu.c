@@ -552,6 +552,16 @@ static void graph(hiar_comm_t *comm, hiar_dtype_t t, size_t count)
     free(host);
 }
 
+/* Small messages on comm: every dtype at about 4K elements, 7 bfloat16 elements (op, in place or not, at an
+ * offset), back-to-back calls, a graph. */
+static void small_messages(hiar_comm_t *comm, hiar_op_t op, int inplace, int quick)
+{
+    every_dtype(comm, 4097, 1);
+    one_case(comm, HIAR_BFLOAT16, op, 7, inplace, 1);
+    stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
+    graph(comm, HIAR_FLOAT32, 1000);
+}
+
 /*
  * Graphs captured, replayed once (checked) and destroyed, again and again:
  * between hosts, more captured calls than a comm keeps in graphs alive at
@@ -1112,10 +1122,7 @@ int main(int argc, char **argv)
          * dtype, in place, offsets, back to back, captured. */
         comm = create("HIAR_ALGO=hier");
         hosts_ll_present(comm, 0);
-        every_dtype(comm, 4097, 1);
-        one_case(comm, HIAR_BFLOAT16, HIAR_AVG, 7, 1, 1);
-        stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
-        graph(comm, HIAR_FLOAT32, 1000);
+        small_messages(comm, HIAR_AVG, 1, quick);
         hiar_comm_destroy(comm);
     }
     if (per_host) {
@@ -1148,10 +1155,7 @@ int main(int argc, char **argv)
          * (LL in the group, LL between groups) that the default comm leaves to that group... */
         comm = create("HIAR_FLAT=0");
         flat_present(comm, 0);
-        every_dtype(comm, 4097, 1);
-        one_case(comm, HIAR_BFLOAT16, HIAR_SUM, 7, 0, 1);
-        stress(comm, HIAR_FLOAT32, 4096, quick ? 64 : 1024);
-        graph(comm, HIAR_FLOAT32, 1000);
+        small_messages(comm, HIAR_SUM, 0, quick);
         hiar_comm_destroy(comm);
         /* ...and that group at every size: push or two-shot over every rank of the host. */
         comm = create("HIAR_FLAT_MAX=1G");
