@@ -47,7 +47,7 @@
  * much more per call.  Not yet measured (2026-12-05): the three steps'
  * all-gather cost 3.6 us of launch on the calling thread at 1 KB on one
  * H100 (a VM), 128 KB more at 25 GB/s about 5 us; HIAR_ONESHOT_MAX sets the
- * limit itself, HIAR_ALGO=hier turns it off. */
+ * limit itself, HIAR_ALGO=hier or twoshot turns it off. */
 #define HIAR_HOSTS_LL_BUDGET (128 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
