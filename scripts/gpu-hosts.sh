@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|latency|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more|-many-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|latency[-tests|-bench]|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more|-many-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
@@ -137,10 +137,12 @@ marks_part() {
 # on a GPU): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)
 # and 3 hosts of 2; then the bench with it and with the three steps (HIAR_ALGO=hier), eager against MPI, in
 # graphs and --overlap, up to 256 KB (its limit: 64 KB for groups of 2).
-latency_part() {
-    local a
+latency_tests() {
     run latency $m4 $as ./tests/gpu/test_gpu --quick
     run latency $mpi -np 6 -x HIAR_RANKS_PER_HOST=2 $as ./tests/gpu/test_gpu --quick
+}
+latency_bench() {
+    local a
     for a in auto hier; do
         run latency $m4 -x HIAR_ALGO=$a $as $bench --impl hiar,mpi -b 1K -e 256K -f 2 -n 100 -w 10
         run latency $m4 -x HIAR_ALGO=$a $as $bench --impl hiar -b 1K -e 256K -f 4 -n 100 -w 10 --graph
@@ -192,7 +194,9 @@ perhost) perhost_tests; perhost_bench ;;
 perhost-tests) perhost_tests ;;
 perhost-bench) perhost_bench ;;
 marks) marks_part ;;
-latency) latency_part ;;
+latency) latency_tests; latency_bench ;;
+latency-tests) latency_tests ;;
+latency-bench) latency_bench ;;
 alone) alone_onehost; alone_hosts; alone_bench ;;
 alone-onehost) alone_onehost ;;
 alone-three) alone_three ;;

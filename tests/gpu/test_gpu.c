@@ -42,8 +42,8 @@ static cudaStream_t calls_stream;
 /* --verbose: rank 0 names every case that passed too (a stalled case is then the one after the last). */
 static int verbose;
 /* Every rank alone on 5 or 7 (simulated) hosts (every_rank_alone_staged), or the step between groups over MPI
- * with HIAR_PROGRESS=0 in the environment: device calls go through staged MPI, and a graph's capture must be
- * refused. */
+ * with HIAR_PROGRESS=0 in the environment or MPI below MPI_THREAD_MULTIPLE: device calls go through staged
+ * MPI, and a graph's capture must be refused. */
 static int graphs_refused;
 
 static void capture_refused(hiar_comm_t *comm);
@@ -956,24 +956,34 @@ static int host_count(const char *hosts)
     return count;
 }
 
+/* The groups of comm's device buffers. */
+static int device_groups(hiar_comm_t *comm)
+{
+    int ngroups = 0;
+
+    hiar_comm_group(comm, 1, &ngroups, NULL, NULL, NULL);
+    return ngroups;
+}
+
 /*
  * Whether small messages of comm take the latency path between groups over
  * MPI (ipc-hosts-ll: core/plan.c): device groups on several hosts (or on
  * one under HIAR_BETWEEN=mpi), on the progress engine (not staged), every
- * group of as many ranks, not the per-host split (--per-host), no rounds (a
- * rank per host on more than 2), HIAR_ALGO auto, oneshot or pull.  From the
- * comm's own grouping: several GPUs of a host may be split into groups.
- * Collective.
+ * group of as many ranks, more than one, not the per-host split (which
+ * hiar takes by itself where each host has several groups of one size: the
+ * comm's description says), no rounds (a rank per host on more than 2),
+ * HIAR_ALGO auto, oneshot or pull.  From the comm's own grouping: several
+ * GPUs of a host may be split into groups.  Collective.
  */
-static int hosts_ll_expected(hiar_comm_t *comm, int nhosts, int staged, int per_host)
+static int hosts_ll_expected(hiar_comm_t *comm, int nhosts, int staged)
 {
     int ngroups = 0, size[2] = {0, 0};
 
     hiar_comm_group(comm, 1, &ngroups, NULL, NULL, &size[0]);
     size[1] = -size[0];
     MPI_Allreduce(MPI_IN_PLACE, size, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* the fewest, and the most negated */
-    return ngroups > 1 && (nhosts > 1 || env_is("HIAR_BETWEEN", "mpi")) && size[0] == -size[1] && !staged &&
-           !per_host && !(ngroups == nranks && nranks > 2) &&
+    return ngroups > 1 && (nhosts > 1 || env_is("HIAR_BETWEEN", "mpi")) && size[0] > 1 && size[0] == -size[1] &&
+           !staged && !describes(comm, "device paths:", "within each host on the GPU") &&
            (!getenv("HIAR_ALGO") || env_is("HIAR_ALGO", "auto") || env_is("HIAR_ALGO", "oneshot") ||
             env_is("HIAR_ALGO", "pull"));
 }
@@ -1034,7 +1044,6 @@ int main(int argc, char **argv)
     /* Without MPI_THREAD_MULTIPLE there is no progress thread (core/hosts.h). */
     staged = env_is("HIAR_PROGRESS", "0") || mpi_thread_level < MPI_THREAD_MULTIPLE ||
              every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
-    graphs_refused = (nhosts > 1 || (groups && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
@@ -1049,6 +1058,7 @@ int main(int argc, char **argv)
             CUDA_OK(cudaStreamCreateWithFlags(&calls_stream, cudaStreamNonBlocking));
     }
     comm = create(NULL);
+    graphs_refused = (nhosts > 1 || (device_groups(comm) > 1 && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     if (killed)
         return kill_loop(comm);
     if (only_graphs) {
@@ -1073,7 +1083,7 @@ int main(int argc, char **argv)
         hiar_comm_describe(comm, stdout);
     if (per_host)
         per_host_present(comm);
-    hosts_ll = hosts_ll_expected(comm, nhosts, staged, per_host);
+    hosts_ll = hosts_ll_expected(comm, nhosts, staged);
     hosts_ll_present(comm, hosts_ll);
     matrix(comm);
     edge_values(comm);
