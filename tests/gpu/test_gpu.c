@@ -969,9 +969,9 @@ static int device_groups(hiar_comm_t *comm)
  * Whether small messages of comm take the latency path between groups over
  * MPI (ipc-hosts-ll: core/plan.c): device groups on several hosts (or on
  * one under HIAR_BETWEEN=mpi), on the progress engine (not staged), every
- * group of as many ranks, more than one, not the per-host split (which
- * hiar takes by itself where each host has several groups of one size: the
- * comm's description says), no rounds (a rank per host on more than 2),
+ * group of as many ranks, more than one (so no rounds, which are for a rank
+ * per host), not the per-host split (which hiar takes by itself where each
+ * host has several groups of one size: the comm's description says),
  * HIAR_ALGO auto, oneshot or pull.  From the comm's own grouping: several
  * GPUs of a host may be split into groups.  Collective.
  */
@@ -998,26 +998,21 @@ static void hosts_ll_present(hiar_comm_t *comm, int want)
 }
 
 /*
- * Whether every rank is alone in its group (HIAR_GROUPS of one rank each, or
- * one rank per simulated host) and their number has a prime factor above 3
- * (5 or 7 ranks here): the step between groups over MPI is then the
+ * Whether every rank is alone in its device group (HIAR_GROUPS of one rank
+ * each, one rank per simulated host) and their number has a prime factor
+ * above 3 (5 or 7 ranks here): the step between groups over MPI is then the
  * blocking, staged one, which refuses captures (the progress thread takes
  * such comms in rounds over the factors 2 and 3 only: doc/guide.md).
- * nhosts: host_count's.
  */
-static int every_rank_alone_staged(int nhosts, const char *groups)
+static int every_rank_alone_staged(hiar_comm_t *comm)
 {
-    int bars = 0, n = nranks;
+    int n = nranks;
 
     while (n % 2 == 0)
         n /= 2;
     while (n % 3 == 0)
         n /= 3;
-    if (n == 1)
-        return 0;
-    for (const char *p = groups; p && *p; p++)
-        bars += *p == '|';
-    return (groups && bars + 1 == nranks) || nhosts == nranks;
+    return n > 1 && device_groups(comm) == nranks;
 }
 
 int main(int argc, char **argv)
@@ -1038,12 +1033,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
-    /* Where the step between groups goes through MPI, whether it is staged (blocking); the default comm's goes
-     * through MPI between hosts, or on one host under HIAR_BETWEEN=mpi. */
     nhosts = host_count(hosts);
-    /* Without MPI_THREAD_MULTIPLE there is no progress thread (core/hosts.h). */
-    staged = env_is("HIAR_PROGRESS", "0") || mpi_thread_level < MPI_THREAD_MULTIPLE ||
-             every_rank_alone_staged(nhosts, getenv("HIAR_GROUPS"));
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &lrank);
     CUDA_OK(cudaSetDevice(lrank % ndev));
@@ -1058,6 +1048,10 @@ int main(int argc, char **argv)
             CUDA_OK(cudaStreamCreateWithFlags(&calls_stream, cudaStreamNonBlocking));
     }
     comm = create(NULL);
+    /* Where the step between groups goes through MPI, whether it is staged (blocking; without
+     * MPI_THREAD_MULTIPLE there is no progress thread: core/hosts.h); the default comm's goes through MPI between
+     * hosts, or on one host under HIAR_BETWEEN=mpi. */
+    staged = env_is("HIAR_PROGRESS", "0") || mpi_thread_level < MPI_THREAD_MULTIPLE || every_rank_alone_staged(comm);
     graphs_refused = (nhosts > 1 || (device_groups(comm) > 1 && env_is("HIAR_BETWEEN", "mpi"))) && staged;
     if (killed)
         return kill_loop(comm);
