@@ -177,8 +177,8 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
  * One implementation's result in a machine-readable row.  size_bytes and
  * count: the message; algbw and busbw: what the implementation moved;
  * time 0 where n/a, wrong -1 where not known; ratios: --split's, on hiar's
- * row (NULL elsewhere; 0 where n/a), and --overlap's median and most, in
- * JSON only: CSV keeps its columns.
+ * row (NULL elsewhere; 0 where n/a), and --overlap's median and most (CSV
+ * prints them in the bandwidths' place, which mean nothing there).
  */
 typedef struct {
     size_t bytes, count;
@@ -194,10 +194,12 @@ static void csv_row(const bench_t *b, FILE *out, const row_t *r)
 {
     fprintf(out, "%zu,%zu,%s,%s,%s,", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
             r->impl);
-    if (r->ok)
-        fprintf(out, "%.3f,%.4f,%.4f,", r->time_us, r->algbw, r->busbw);
-    else
+    if (!r->ok)
         fprintf(out, "n/a,n/a,n/a,");
+    else if (b->opt.overlap)
+        fprintf(out, "%.3f,%.3f,%.3f,", r->time_us, r->median_us, r->max_us);
+    else
+        fprintf(out, "%.3f,%.4f,%.4f,", r->time_us, r->algbw, r->busbw);
     if (r->wrong >= 0)
         fprintf(out, "%lld\n", r->wrong);
     else
@@ -446,7 +448,8 @@ void bench_print_header(const bench_t *b)
     if (b->rank == 0 && b->comm)
         print_describe(b);
     if (b->rank == 0 && b->opt.csv)
-        printf("size_bytes,count,dtype,op,impl,time_us,algbw_GBps,busbw_GBps,wrong\n");
+        printf("size_bytes,count,dtype,op,impl,time_us,%s,wrong\n",
+               b->opt.overlap ? "median_us,max_us" : "algbw_GBps,busbw_GBps");
     else if (b->rank == 0 && !b->opt.json && !b->opt.train) /* --train prints its own table */
         print_table_header(b);
     if (b->rank == 0)
