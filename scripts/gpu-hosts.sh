@@ -131,6 +131,11 @@ marks_part() {
     done
     # 50 calls a size: the median and the most beside the mean (a few slow launches moved a mean of 10).
     run marks $m4 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
+    # The reduce-scatter's launch took 17-26 us a call under --overlap against 6-13 without the 5 ms kernel
+    # ahead (fifteenth session): whether programmatic dependent launch (its attribute asks the driver to
+    # schedule the kernel while the one ahead still runs) is that cost, with and without it.
+    run marks $m -x HIAR_PDL=0 $as $bench --impl hiar -b 16M -e 16M -n 10 -w 2 --overlap
+    run marks $m4 -x HIAR_PDL=0 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
     grep -h "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
 }
 # Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, not yet run
