@@ -131,9 +131,10 @@ marks_part() {
     done
     # 50 calls a size: the median and the most beside the mean (a few slow launches moved a mean of 10).
     run marks $m4 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
-    # The reduce-scatter's launch took 17-26 us a call under --overlap against 6-13 without the 5 ms kernel
-    # ahead (fifteenth session): whether programmatic dependent launch (its attribute asks the driver to
-    # schedule the kernel while the one ahead still runs) is that cost, with and without it.
+    # The reduce-scatter's launch took 5.9 us a call at 64 KB and 13 at 16-64 MB under --overlap (5 ms of
+    # work ahead; 17-26 on the next machine start), 3.9 in plain 1 KB calls (fifteenth session): whether
+    # programmatic dependent launch (its attribute lets the kernel be scheduled while the one ahead still
+    # runs) is part of that cost, with and without it.
     run marks $m -x HIAR_PDL=0 $as $bench --impl hiar -b 16M -e 16M -n 10 -w 2 --overlap
     run marks $m4 -x HIAR_PDL=0 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
     grep -h "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
