@@ -177,8 +177,9 @@ static void print_row(const bench_t *b, size_t count, const result_t *res)
  * One implementation's result in a machine-readable row.  size_bytes and
  * count: the message; algbw and busbw: what the implementation moved;
  * time 0 where n/a, wrong -1 where not known; ratios: --split's, on hiar's
- * row (NULL elsewhere; 0 where n/a), and --overlap's median and most (CSV
- * prints them in the bandwidths' place, which mean nothing there).
+ * row (NULL elsewhere; 0 where n/a), and --overlap's median and most (the
+ * bandwidths mean nothing there: CSV prints these in their place, JSON
+ * null beside them).
  */
 typedef struct {
     size_t bytes, count;
@@ -211,12 +212,13 @@ static void json_row(const bench_t *b, FILE *out, const row_t *r)
     fprintf(out, "{\"size_bytes\":%zu,\"count\":%zu,\"dtype\":\"%s\",\"op\":\"%s\",\"impl\":\"%s\",\"nranks\":%d,"
                  "\"mode\":\"%s\",", r->bytes, r->count, hiar_dtype_name(b->opt.dtype), hiar_op_name(b->opt.op),
             r->impl, b->nranks, b->opt.graph ? "graph" : b->opt.overlap ? "overlap" : "eager");
-    if (r->ok)
-        fprintf(out, "\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
-    else
+    if (!r->ok)
         fprintf(out, "\"time_us\":null,\"algbw_GBps\":null,\"busbw_GBps\":null,");
-    if (r->ok && b->opt.overlap)
-        fprintf(out, "\"median_us\":%.3f,\"max_us\":%.3f,", r->median_us, r->max_us);
+    else if (b->opt.overlap) /* null bandwidths: hiar-plot draws no line of them */
+        fprintf(out, "\"time_us\":%.3f,\"algbw_GBps\":null,\"busbw_GBps\":null,\"median_us\":%.3f,\"max_us\":%.3f,",
+                r->time_us, r->median_us, r->max_us);
+    else
+        fprintf(out, "\"time_us\":%.3f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,", r->time_us, r->algbw, r->busbw);
     if (r->wrong >= 0)
         fprintf(out, "\"wrong\":%lld", r->wrong);
     else

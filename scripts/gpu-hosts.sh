@@ -131,13 +131,16 @@ marks_part() {
     done
     # 50 calls a size: the median and the most beside the mean (a few slow launches moved a mean of 10).
     run marks $m4 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
-    # The reduce-scatter's launch took 5.9 us a call at 64 KB and 13 at 16-64 MB under --overlap (5 ms of
-    # work ahead; 17-26 on the next machine start), 3.9 in plain 1 KB calls (fifteenth session): whether
-    # programmatic dependent launch (its attribute lets the kernel be scheduled while the one ahead still
-    # runs) is part of that cost, with and without it.
+    # The reduce-scatter's launch took 5.9 us a call at 64 KB and 13 at 16-64 MB under --overlap (the
+    # stream waiting 5 ms on a host word ahead of the call; at 16-64 MB 17-26 on the next machine start),
+    # 3.9 in plain 1 KB calls (fifteenth session): whether programmatic dependent launch (its attribute lets
+    # the kernel be scheduled before what is ahead on the stream ends) is part of that cost, with and
+    # without it, under --overlap and plain.
     run marks $m -x HIAR_PDL=0 $as $bench --impl hiar -b 16M -e 16M -n 10 -w 2 --overlap
+    run marks $m -x HIAR_PDL=0 $as $bench --impl hiar -b 1K -e 1K -n 50 -w 5
     run marks $m4 -x HIAR_PDL=0 $as $bench --impl hiar -b 64K -e 64M -f 4 -n 50 -w 2 --overlap
-    grep -h "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
+    # Each block under its command line: sizes and HIAR_PDL tell them apart.
+    grep -h -e '^== ' -e "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
 }
 # Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, not yet run
 # on a GPU): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)
