@@ -496,6 +496,16 @@ unsigned hiar_hosts_gpu_blocks(const hiar_hosts_gpu_t *g);
 /* The job's kernel on c->stream (c: dtype, op, divisor), asynchronous and capturable. */
 hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job, const hiar_call_t *c);
 
+#ifdef HIAR_KERNEL_MARKS
+/*
+ * In builds with phase marks: the us per kernel block 0 of the hosts
+ * kernels spent waiting for its turn, copying pieces out, waiting for the
+ * wire, reducing, and in all, into text ("" before any kernel ran), once the
+ * GPU has finished them.
+ */
+hiar_result_t hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@
  * for the earlier call's kernel to end.
  */
 #include <cuda_runtime.h>
+#include <stdio.h>
 
 #include "cuda/api.h"
 #include "cuda/check.h"
@@ -49,9 +50,23 @@ typedef struct {
     size_t send_cap, recv_cap;
 } hosts_slot_t;
 
+/*
+ * Phase marks (builds with HIAR_KERNEL_MARKS, as the LL kernels'): block
+ * 0's time in each phase, summed over its kernels: waiting for its turn,
+ * copying pieces out (hand_over), waiting for the wire (await_piece),
+ * reducing what arrived; and the kernels that ran.  Where a call between
+ * hosts spends what --split shows beyond the link column's time (630 us at
+ * 16 MB on one H100, 2026-12-05) is not known; the engine alone moves a
+ * shard as fast as MPI does on its own (a CPU experiment, 2026-12-06).
+ */
+enum { HOSTS_MARK_TURN, HOSTS_MARK_OUT, HOSTS_MARK_WIRE, HOSTS_MARK_REDUCE, HOSTS_MARK_ALL, HOSTS_MARKS };
+
 /* Device memory: whose turn it is among eager jobs, and the blocks of that turn's kernel that are done. */
 typedef struct {
     unsigned turn, done;
+#ifdef HIAR_KERNEL_MARKS
+    unsigned long long kernels, ns[HOSTS_MARKS];
+#endif
 } hosts_turns_t;
 
 struct hiar_hosts_gpu {
@@ -167,6 +182,36 @@ __device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
     }
 }
 
+/* Block 0's clock for the marks (thread 0's): each tick adds the time since the last to a phase. */
+struct hosts_clock {
+#ifdef HIAR_KERNEL_MARKS
+    hosts_turns_t *turns;
+    uint64_t start, last;
+
+    __device__ explicit hosts_clock(hosts_turns_t *t) : turns(t), start(globaltimer_ns()), last(start) {}
+    __device__ void tick(int phase)
+    {
+        uint64_t now;
+        if (threadIdx.x || blockIdx.x)
+            return;
+        now = globaltimer_ns();
+        turns->ns[phase] += now - last;
+        last = now;
+    }
+    __device__ void end()
+    {
+        if (threadIdx.x || blockIdx.x)
+            return;
+        turns->ns[HOSTS_MARK_ALL] += globaltimer_ns() - start;
+        turns->kernels++;
+    }
+#else
+    __device__ explicit hosts_clock(hosts_turns_t *) {}
+    __device__ void tick(int) {}
+    __device__ void end() {}
+#endif
+};
+
 /*
  * Piece i is handed over once piece i - ring, the same block's on the same
  * position, is reduced.  At most half an SM a block (64 registers, as the
@@ -182,20 +227,26 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2) hosts_kernel(hiar_hosts_job_t
 {
     hiar_waiter w = {timeout_ns, 0, 0, ctl, failed};
     int npieces = hiar_pieces_count(&j.pieces);
+    hosts_clock clock(turns);
 
     if (comm_failed(failed) || !take_turn(turns, j.turn, w))
         return;
+    clock.tick(HOSTS_MARK_TURN);
     for (int i = blockIdx.x; i - j.ring < npieces; i += gridDim.x) {
         if (i >= j.ring) {
             piece_t old = piece_of(j, i - j.ring);
             if (!await_piece(old, w))
                 return;
+            clock.tick(HOSTS_MARK_WIRE);
             reduce_piece<T>(j, old, op, divisor);
+            clock.tick(HOSTS_MARK_REDUCE);
         }
         if (i < npieces)
             hand_over<T>(piece_of(j, i));
+        clock.tick(HOSTS_MARK_OUT);
     }
     pass_turn(turns, j.turn);
+    clock.end();
 }
 
 static void free_area(char *host, int on_device)
@@ -205,6 +256,22 @@ static void free_area(char *host, int on_device)
     else if (host)
         cudaFreeHost(host);
 }
+
+#ifdef HIAR_KERNEL_MARKS
+extern "C" hiar_result_t hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size)
+{
+    static const char *const phases[HOSTS_MARKS] = {"turn", "copy out", "wire", "reduce", "kernel"};
+    hosts_turns_t t;
+    size_t n = 0;
+
+    HIAR_CUDA_CHECK(cudaMemcpy(&t, g->turns, sizeof(t), cudaMemcpyDeviceToHost));
+    text[0] = '\0';
+    for (int p = 0; t.kernels && p < HOSTS_MARKS && n < size; p++)
+        n += (size_t)snprintf(text + n, size - n, "%s%s %.2f", p ? ", " : "", phases[p],
+                              (double)t.ns[p] / 1e3 / (double)t.kernels);
+    return HIAR_SUCCESS;
+}
+#endif
 
 extern "C" void hiar_hosts_gpu_destroy(hiar_hosts_gpu_t *g)
 {
@@ -308,7 +375,7 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
     hiar_hosts_gpu_t *g = (hiar_hosts_gpu_t *)calloc(1, sizeof(*g));
     int device = 0, sms = 0;
     int per_sm = fewest_per_sm([](auto tag) { return hosts_kernel<decltype(tag)>; });
-    hosts_turns_t first = {1, 0};
+    hosts_turns_t first = {}; /* nothing done yet; marked builds' sums from 0 */
     hiar_result_t rc;
 
     *out = NULL;
@@ -319,6 +386,7 @@ extern "C" hiar_result_t hiar_hosts_gpu_create(int timeout_ms, unsigned sharers,
         return rc;
     }
     g->ctl = g->own;
+    first.turn = 1; /* the eager kernels' first (0 is a captured job's) */
     if (cudaMalloc((void **)&g->turns, sizeof(*g->turns)) != cudaSuccess ||
         cudaMemcpy(g->turns, &first, sizeof(first), cudaMemcpyHostToDevice) != cudaSuccess)
         return create_failed(g, "the step between hosts' turns in device memory");

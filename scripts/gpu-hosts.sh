@@ -3,7 +3,7 @@
 # as 2 simulated hosts (scripts/as-hosts: HIAR_HOST_ID by rank), so the
 # groups span "hosts" and their step goes over MPI, on the progress thread
 # (HIAR_PROGRESS=auto) or on the calling thread (HIAR_PROGRESS=0).
-#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|latency[-tests|-bench]|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more|-many-bench]|all]
+#   [UCX_TAR=ucx-cu13-1.22.0-trim.tar.xz] bash scripts/gpu-hosts.sh OUT [replays|tests|bench|ucx|marks|hostmarks|latency[-tests|-bench]|perhost[-tests|-bench]|alone[-onehost|-three|-hosts|-bench|-many|-many-more|-many-bench]|all]
 # Writes OUT/summary.txt and a log per part; run from a built tree.
 set -u
 out=${1:?usage: gpu-hosts.sh OUT [PART], the parts above}
@@ -142,6 +142,20 @@ marks_part() {
     # Each block under its command line: sizes and HIAR_PDL tell them apart.
     grep -h -e '^== ' -e "call marks, rank 0" "$out/marks.log" | tee -a "$out/summary.txt"
 }
+# Where a 16-64 MB call between hosts spends what --split shows beyond the link column's time (issue 17: 1.45
+# and 1.29 of it at 16 and 64 MB, fifteenth session; the engine alone keeps up with MPI, a CPU experiment of
+# 2026-12-06): the hosts kernel's phase marks (block 0: turn, copy out, wire, reduce) in a marked tree, one
+# size a comm, beside the same sizes' --split in the tree as it is.
+hostmarks_part() {
+    local tree s
+    tree=$(gpu_marked_tree) || return 1
+    for s in 16M 64M; do
+        run hostmarks $m4 $as $bench --impl hiar --split -b $s -e $s -n 10 -w 2
+        run hostmarks $m4 -x HIAR_DEBUG=INFO -x HIAR_DEBUG_SUBSYS=MPI $as "$tree/bench/hiar-bench" -m device \
+            -d bfloat16 -o sum --impl hiar --split -b $s -e $s -n 10 -w 2
+    done
+    grep -h -e '^== ' -e "hosts kernel marks" "$out/hostmarks.log" | tee -a "$out/summary.txt"
+}
 # Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, not yet run
 # on a GPU): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)
 # and 3 hosts of 2; then the bench with it and with the three steps (HIAR_ALGO=hier), eager against MPI, in
@@ -203,6 +217,7 @@ perhost) perhost_tests; perhost_bench ;;
 perhost-tests) perhost_tests ;;
 perhost-bench) perhost_bench ;;
 marks) marks_part ;;
+hostmarks) hostmarks_part ;;
 latency) latency_tests; latency_bench ;;
 latency-tests) latency_tests ;;
 latency-bench) latency_bench ;;

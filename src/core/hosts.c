@@ -632,6 +632,13 @@ void hiar_hosts_free(hiar_hosts_t *h)
     left += h->left;
     hiar_port_mpi_free(&h->port);
     free_rounds(h->rounds, h->nrounds);
+#ifdef HIAR_KERNEL_MARKS
+    if (!left && h->gpu) {
+        char text[256];
+        if (hiar_hosts_gpu_marks(h->gpu, text, sizeof(text)) == HIAR_SUCCESS && text[0])
+            HIAR_INFO(MPI, "hosts kernel marks, us per kernel in block 0: %s", text);
+    }
+#endif
     /* Receives still posted may land in the slots' areas: those stay allocated. */
     if (!left)
         hiar_hosts_gpu_destroy(h->gpu);
