@@ -500,10 +500,11 @@ hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job
 /*
  * In builds with phase marks: the us per kernel block 0 of the hosts
  * kernels spent waiting for its turn, copying pieces out, waiting for the
- * wire, reducing, and in all, into text ("" before any kernel ran), once the
- * GPU has finished them.
+ * wire, reducing, and in all, into text, once the device is idle; 1 where
+ * it wrote them, 0 where no kernel ran or CUDA failed (text "").  Call it
+ * only for a comm whose GPU side is well (hiar_hosts_gpu_status).
  */
-hiar_result_t hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size);
+int hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size);
 #endif
 
 #ifdef __cplusplus

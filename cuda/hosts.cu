@@ -54,10 +54,11 @@ typedef struct {
  * Phase marks (builds with HIAR_KERNEL_MARKS, as the LL kernels'): block
  * 0's time in each phase, summed over its kernels: waiting for its turn,
  * copying pieces out (hand_over), waiting for the wire (await_piece),
- * reducing what arrived; and the kernels that ran.  Where a call between
- * hosts spends what --split shows beyond the link column's time (630 us at
- * 16 MB on one H100, 2026-12-05) is not known; the engine alone moves a
- * shard as fast as MPI does on its own (a CPU experiment, 2026-12-06).
+ * reducing what arrived; and each kernel's whole time.  Where a call
+ * between hosts spends what --split shows beyond the link column's time
+ * (hiar / max(intra, link) 1.45 at 16 MB and 1.29 at 64 MB on one H100,
+ * 2026-12-05) is not known; the engine alone moves a shard as fast as MPI
+ * does on its own (a CPU experiment, 2026-12-06).
  */
 enum { HOSTS_MARK_TURN, HOSTS_MARK_OUT, HOSTS_MARK_WIRE, HOSTS_MARK_REDUCE, HOSTS_MARK_ALL, HOSTS_MARKS };
 
@@ -182,7 +183,12 @@ __device__ __forceinline__ void pass_turn(hosts_turns_t *turns, unsigned turn)
     }
 }
 
-/* Block 0's clock for the marks (thread 0's): each tick adds the time since the last to a phase. */
+/*
+ * Block 0's clock for the marks (thread 0's): each tick, block-wide, adds
+ * the time since the last to a phase once every thread is done with it (a
+ * barrier only marked builds have), so the phases add up to the kernel but
+ * for the turn's hand-off at its end.
+ */
 struct hosts_clock {
 #ifdef HIAR_KERNEL_MARKS
     hosts_turns_t *turns;
@@ -192,6 +198,7 @@ struct hosts_clock {
     __device__ void tick(int phase)
     {
         uint64_t now;
+        __syncthreads();
         if (threadIdx.x || blockIdx.x)
             return;
         now = globaltimer_ns();
@@ -258,18 +265,21 @@ static void free_area(char *host, int on_device)
 }
 
 #ifdef HIAR_KERNEL_MARKS
-extern "C" hiar_result_t hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size)
+extern "C" int hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size)
 {
     static const char *const phases[HOSTS_MARKS] = {"turn", "copy out", "wire", "reduce", "kernel"};
     hosts_turns_t t;
     size_t n = 0;
 
-    HIAR_CUDA_CHECK(cudaMemcpy(&t, g->turns, sizeof(t), cudaMemcpyDeviceToHost));
     text[0] = '\0';
+    /* The sums once every kernel is done; a failed comm's are not read (its error stays the one reported). */
+    if (cudaDeviceSynchronize() != cudaSuccess ||
+        cudaMemcpy(&t, g->turns, sizeof(t), cudaMemcpyDeviceToHost) != cudaSuccess)
+        return 0;
     for (int p = 0; t.kernels && p < HOSTS_MARKS && n < size; p++)
         n += (size_t)snprintf(text + n, size - n, "%s%s %.2f", p ? ", " : "", phases[p],
                               (double)t.ns[p] / 1e3 / (double)t.kernels);
-    return HIAR_SUCCESS;
+    return t.kernels > 0;
 }
 #endif
 

@@ -144,8 +144,8 @@ marks_part() {
 }
 # Where a 16-64 MB call between hosts spends what --split shows beyond the link column's time (issue 17: 1.45
 # and 1.29 of it at 16 and 64 MB, fifteenth session; the engine alone keeps up with MPI, a CPU experiment of
-# 2026-12-06): the hosts kernel's phase marks (block 0: turn, copy out, wire, reduce) in a marked tree, one
-# size a comm, beside the same sizes' --split in the tree as it is.
+# 2026-12-06): the hosts kernel's phase marks (block 0: turn, copy out, wire, reduce, the whole kernel) in a
+# marked tree, one size a comm, beside the same sizes' --split in the tree as it is.
 hostmarks_part() {
     local tree s
     tree=$(gpu_marked_tree) || return 1
@@ -155,6 +155,9 @@ hostmarks_part() {
             -d bfloat16 -o sum --impl hiar --split -b $s -e $s -n 10 -w 2
     done
     grep -h -e '^== ' -e "hosts kernel marks" "$out/hostmarks.log" | tee -a "$out/summary.txt"
+    grep -q "hosts kernel marks" "$out/hostmarks.log" ||
+        echo "FAIL: no hosts kernel marks (the step between hosts not on the engine, or a tree without marks)" |
+        tee -a "$out/summary.txt"
 }
 # Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, not yet run
 # on a GPU): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)

@@ -633,9 +633,9 @@ void hiar_hosts_free(hiar_hosts_t *h)
     hiar_port_mpi_free(&h->port);
     free_rounds(h->rounds, h->nrounds);
 #ifdef HIAR_KERNEL_MARKS
-    if (!left && h->gpu) {
+    if (!left && h->gpu && hiar_hosts_gpu_status(h->gpu) == HIAR_SUCCESS) {
         char text[256];
-        if (hiar_hosts_gpu_marks(h->gpu, text, sizeof(text)) == HIAR_SUCCESS && text[0])
+        if (hiar_hosts_gpu_marks(h->gpu, text, sizeof(text)))
             HIAR_INFO(MPI, "hosts kernel marks, us per kernel in block 0: %s", text);
     }
 #endif
