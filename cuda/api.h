@@ -43,6 +43,15 @@ void hiar_cuda_device_sync(int device);
 
 /* Whether a CUDA MPS control daemon appears to be running for this user. */
 int hiar_cuda_mps_running(void);
+#ifdef HIAR_KERNEL_MARKS
+/*
+ * A kernel's phase marks as one line, "NAME: N calls, us per call in block
+ * 0: phase 1.23, ...", from sum[0] (the calls) and sum[p] (ns in phase p,
+ * 1 <= p < n; phases with none left out) into text; 0 where no call ran.
+ */
+int hiar_kernel_marks_text(const char *name, const char *const *phases, const uint64_t *sum, int n, char *text,
+                           size_t size);
+#endif
 
 /* Pinned host memory, and a stream-ordered copy that returns when done. */
 hiar_result_t hiar_cuda_host_alloc(size_t bytes, void **out);
@@ -500,9 +509,10 @@ hiar_result_t hiar_hosts_reduce(hiar_hosts_gpu_t *g, const hiar_hosts_job_t *job
 /*
  * In builds with phase marks: the us per kernel block 0 of the hosts
  * kernels spent waiting for its turn, copying pieces out, waiting for the
- * wire, reducing, and in all, into text, once the device is idle; 1 where
- * it wrote them, 0 where no kernel ran or CUDA failed (text "").  Call it
- * only for a comm whose GPU side is well (hiar_hosts_gpu_status).
+ * wire, reducing, and in all (hiar_kernel_marks_text's line, named
+ * "hosts"), into text, once the device is idle; 1 where it wrote them, 0
+ * where no kernel ran or CUDA failed (text "").  Call it only for a comm
+ * whose GPU side is well (hiar_hosts_gpu_status).
  */
 int hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size);
 #endif

@@ -19,7 +19,6 @@
  * for the earlier call's kernel to end.
  */
 #include <cuda_runtime.h>
-#include <stdio.h>
 
 #include "cuda/api.h"
 #include "cuda/check.h"
@@ -60,13 +59,14 @@ typedef struct {
  * 2026-12-05) is not known; the engine alone moves a shard as fast as MPI
  * does on its own (a CPU experiment, 2026-12-06).
  */
-enum { HOSTS_MARK_TURN, HOSTS_MARK_OUT, HOSTS_MARK_WIRE, HOSTS_MARK_REDUCE, HOSTS_MARK_ALL, HOSTS_MARKS };
+/* Index 0 of the sums: the kernels (hiar_kernel_marks_text's layout). */
+enum { HOSTS_MARK_TURN = 1, HOSTS_MARK_OUT, HOSTS_MARK_WIRE, HOSTS_MARK_REDUCE, HOSTS_MARK_ALL, HOSTS_MARKS };
 
 /* Device memory: whose turn it is among eager jobs, and the blocks of that turn's kernel that are done. */
 typedef struct {
     unsigned turn, done;
 #ifdef HIAR_KERNEL_MARKS
-    unsigned long long kernels, ns[HOSTS_MARKS];
+    uint64_t marks[HOSTS_MARKS];
 #endif
 } hosts_turns_t;
 
@@ -202,15 +202,15 @@ struct hosts_clock {
         if (threadIdx.x || blockIdx.x)
             return;
         now = globaltimer_ns();
-        turns->ns[phase] += now - last;
+        turns->marks[phase] += now - last;
         last = now;
     }
     __device__ void end()
     {
         if (threadIdx.x || blockIdx.x)
             return;
-        turns->ns[HOSTS_MARK_ALL] += globaltimer_ns() - start;
-        turns->kernels++;
+        turns->marks[HOSTS_MARK_ALL] += globaltimer_ns() - start;
+        turns->marks[0]++;
     }
 #else
     __device__ explicit hosts_clock(hosts_turns_t *) {}
@@ -267,19 +267,15 @@ static void free_area(char *host, int on_device)
 #ifdef HIAR_KERNEL_MARKS
 extern "C" int hiar_hosts_gpu_marks(const hiar_hosts_gpu_t *g, char *text, size_t size)
 {
-    static const char *const phases[HOSTS_MARKS] = {"turn", "copy out", "wire", "reduce", "kernel"};
+    static const char *const phases[HOSTS_MARKS] = {"", "turn", "copy out", "wire", "reduce", "kernel"};
     hosts_turns_t t;
-    size_t n = 0;
 
     text[0] = '\0';
     /* The sums once every kernel is done; a failed comm's are not read (its error stays the one reported). */
     if (cudaDeviceSynchronize() != cudaSuccess ||
         cudaMemcpy(&t, g->turns, sizeof(t), cudaMemcpyDeviceToHost) != cudaSuccess)
         return 0;
-    for (int p = 0; t.kernels && p < HOSTS_MARKS && n < size; p++)
-        n += (size_t)snprintf(text + n, size - n, "%s%s %.2f", p ? ", " : "", phases[p],
-                              (double)t.ns[p] / 1e3 / (double)t.kernels);
-    return t.kernels > 0;
+    return hiar_kernel_marks_text("hosts", phases, t.marks, HOSTS_MARKS, text, size);
 }
 #endif
 

@@ -1,5 +1,4 @@
 /* CUDA IPC transport: buffers, handle exchange, P2P probe, lifetime, launch. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,19 +215,8 @@ extern "C" hiar_result_t hiar_ipc_marks_lines(const hiar_ipc_t *ipc, void (*line
     HIAR_CUDA_CHECK(cudaMemcpy(sum, ipc->args.state->mark_sum, sizeof(sum), cudaMemcpyDeviceToHost));
     for (int k = 0; k < HIAR_MARK_KINDS; k++) {
         char text[512];
-        size_t n;
-        uint64_t calls = sum[k][0];
-        if (!calls)
-            continue;
-        n = (size_t)snprintf(text, sizeof(text), "%s: %llu calls, us per call in block 0:", kinds[k],
-                             (unsigned long long)calls);
-        for (int p = 1; p < HIAR_MARKS && n < sizeof(text); p++)
-            if (sum[k][p])
-                n += (size_t)snprintf(text + n, sizeof(text) - n, " %s %.2f,", phases[p],
-                                      (double)sum[k][p] / 1e3 / (double)calls);
-        if (n > 0 && n < sizeof(text))
-            text[n - 1] = '\0'; /* the last comma */
-        line(arg, text);
+        if (hiar_kernel_marks_text(kinds[k], phases, sum[k], HIAR_MARKS, text, sizeof(text)))
+            line(arg, text);
     }
     return HIAR_SUCCESS;
 }

@@ -101,6 +101,25 @@ extern "C" void hiar_cuda_device_sync(int device)
     cudaGetLastError();
 }
 
+#ifdef HIAR_KERNEL_MARKS
+extern "C" int hiar_kernel_marks_text(const char *name, const char *const *phases, const uint64_t *sum, int n,
+                                      char *text, size_t size)
+{
+    size_t at;
+
+    text[0] = '\0';
+    if (!sum[0])
+        return 0;
+    at = (size_t)snprintf(text, size, "%s: %llu calls, us per call in block 0:", name, (unsigned long long)sum[0]);
+    for (int p = 1; p < n && at < size; p++)
+        if (sum[p])
+            at += (size_t)snprintf(text + at, size - at, " %s %.2f,", phases[p], (double)sum[p] / 1e3 / (double)sum[0]);
+    if (at > 0 && at < size)
+        text[at - 1] = '\0'; /* the last comma */
+    return 1;
+}
+#endif
+
 extern "C" int hiar_cuda_mps_running(void)
 {
     const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");

@@ -636,7 +636,7 @@ void hiar_hosts_free(hiar_hosts_t *h)
     if (!left && h->gpu && hiar_hosts_gpu_status(h->gpu) == HIAR_SUCCESS) {
         char text[256];
         if (hiar_hosts_gpu_marks(h->gpu, text, sizeof(text)))
-            HIAR_INFO(MPI, "hosts kernel marks, us per kernel in block 0: %s", text);
+            HIAR_INFO(MPI, "kernel marks, %s", text);
     }
 #endif
     /* Receives still posted may land in the slots' areas: those stay allocated. */
