@@ -138,7 +138,7 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
 {
     hiar_plan_input_t in;
     hiar_plan_limits_t l, ints;
-    char ints_ll[48] = "";
+    char ints_ll[48] = "", push[64];
 
     hiar_comm_plan_input(comm, 1, 0, &in);
     hiar_plan_limits(&in, &ints);
@@ -146,10 +146,13 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     hiar_plan_limits(&in, &l);
     if (l.ipc_ll_max != ints.ipc_ll_max)
         snprintf(ints_ll, sizeof(ints_ll), " (integer types %zu)", ints.ipc_ll_max);
+    if (l.ipc_push_max == SIZE_MAX)
+        snprintf(push, sizeof(push), "ipc-push beyond");
+    else
+        snprintf(push, sizeof(push), "ipc-push up to %zu, then ipc-twoshot", l.ipc_push_max);
     if (in.ngroups == 1 && in.ipc) /* the group's kernels' slot, as set up (core/gpu.c hier_slot) */
-        EMIT(out, "  device paths: ipc-ll up to %zu bytes%s, ipc-push up to %zu, then ipc-twoshot, slots of %zu bytes%s",
-             l.ipc_ll_max, ints_ll, l.ipc_push_max, (size_t)comm->gpu->hier_slot,
-             in.pinned ? " (the kernels over pinned host memory)" : "");
+        EMIT(out, "  device paths: ipc-ll up to %zu bytes%s, %s, slots of %zu bytes%s", l.ipc_ll_max, ints_ll, push,
+             (size_t)comm->gpu->hier_slot, in.pinned ? " (the kernels over pinned host memory)" : "");
     else if (hiar_plan_alone_over_mpi(&in))
         EMIT(out, "  device paths: staged mpi (every rank alone, without a step between groups)");
     else if (in.hier_ready && in.between_gpu)

@@ -150,7 +150,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                in->nranks == 2 && in->ngroups == 1 && in->floating && !in->norm
                                    ? HIAR_PINNED_GROUP_LL_MAX
                                    : HIAR_PINNED_LL_MAX);
-    out->ipc_push_max = in->nranks == 2 ? HIAR_IPC_PUSH2_MAX : HIAR_IPC_PUSH_MAX;
+    out->ipc_push_max = in->nranks != 2 ? HIAR_IPC_PUSH_MAX : in->pinned ? HIAR_PINNED_PUSH2_MAX : HIAR_IPC_PUSH2_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the
      * largest group and the counterparts; then reduce-scatter, the shards

@@ -8,6 +8,7 @@
 #define HIAR_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/call.h"
 
@@ -82,6 +83,14 @@
  * two, two-shot reduces half each: on 2 H200 push led at 4 MB (23 against
  * 46 us), two-shot from 16 MB (69 against 76 us; 346 against 287 GB/s at 1 GB). */
 #define HIAR_IPC_PUSH2_MAX (8 * 1024 * 1024)
+/* ... but through pinned host memory push at every size: the link, not the
+ * reduction, is what two-shot's second exchange waits for.  On one H100, 2
+ * ranks under MPS (HIAR_PINNED=1, bf16, one run each), bus bandwidth of
+ * two-shot / push: 16 MB 12.27 / 13.53 GB/s, 32 MB 12.67 / 14.03, 64 MB
+ * 13.04 / 14.08, 128 MB 13.25 / 14.06, 256 MB 13.34 / 14.43, against 18.4
+ * and 17.7 GB/s a rank and direction of concurrent pinned copies measured
+ * in the same runs (67-72% against 76-82%). */
+#define HIAR_PINNED_PUSH2_MAX SIZE_MAX
 /* Slot of the pinned-host transport when HIAR_BUFFER_SIZE is 0: its 4 slots
  * per rank, LL packets and signals (21 MB a rank in a group of 2) live in
  * /dev/shm, which containers often give 64 MB. */

@@ -501,7 +501,8 @@ Test(plan, fused_between)
 
 /*
  * A group through pinned host memory: LL (polled over PCIe) up to 64 KB for 2 ranks on float types (data-only
- * packets), 16 KB for integer types, for more ranks and for a fused norm, then push.
+ * packets), 16 KB for integer types, for more ranks and for a fused norm, then push: at every size on 2 ranks
+ * (over CUDA IPC two-shot from 8 MB), to 1 MB on more.
  */
 Test(plan, pinned_group)
 {
@@ -531,6 +532,18 @@ Test(plan, pinned_group)
     in.bytes = HIAR_PINNED_LL_MAX + 2;
     cr_expect(hiar_plan_choose(&in).kernel == HIAR_KERNEL_PUSH, "4 ranks past 16 KB: %s",
               hiar_plan_name(hiar_plan_choose(&in)));
+    in.bytes = HIAR_IPC_PUSH_MAX + 2;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT), "4 ranks past 1 MB");
+    in.nranks = 2;
+    for (size_t bytes = HIAR_IPC_PUSH2_MAX + 2; bytes <= 1024 * M; bytes *= 4) {
+        in.bytes = bytes;
+        cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH), "2 ranks, %zu bytes: %s",
+                  bytes, hiar_plan_name(hiar_plan_choose(&in)));
+        in.pinned = 0;
+        cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT), "over CUDA IPC: %s",
+                  hiar_plan_name(hiar_plan_choose(&in)));
+        in.pinned = 1;
+    }
 }
 
 /*
@@ -991,7 +1004,7 @@ Test(plan, tuned_hier_block_counts)
 /*
  * Tuning's "pinned" (the pinned-host transport beside CUDA IPC): where the
  * group has that side (pinned_alt), the kernel one group takes over pinned
- * host memory (LL to 64 KB, push, two-shot past the 2-rank push limit),
+ * host memory (LL to 64 KB, then push at every size on 2 ranks),
  * named and mapped back as such; without the side, under a forced limit,
  * for a fused norm and over groups, the built-in paths.
  */
@@ -1006,7 +1019,7 @@ Test(plan, tuned_pinned_beside_ipc)
                  {64 * K, PINNED(ONESHOT, LL), "pinned-ll"},
                  {128 * K, PINNED(ONESHOT, PUSH), "pinned-push"}, /* IPC's LL would take 128 KB */
                  {4 * M, PINNED(ONESHOT, PUSH), "pinned-push"},
-                 {16 * M, PINNED(TWOSHOT, TWOSHOT), "pinned-twoshot"}};
+                 {16 * M, PINNED(ONESHOT, PUSH), "pinned-push"}}; /* 2 ranks over pinned memory: push throughout */
     unsigned char dev[HIAR_TUNE_DEV_NSIZES];
     hiar_plan_input_t in = one_group_tuned(2, dev);
 
