@@ -190,6 +190,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->device_spread = comm->gpu->between.spread;
         in->hosts_async = comm->gpu->hosts != NULL;
         in->hosts_whole = comm->gpu->hosts_whole;
+        in->hosts_alone_extra = comm->gpu->hosts_alone_extra;
         in->mixed = comm->gpu->mixed;
         in->flat_nranks = comm->gpu->flat.tp ? comm->gpu->flat.tier.local_size : 0;
         in->pinned_alt = comm->gpu->alt.tp != NULL;

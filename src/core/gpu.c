@@ -209,6 +209,7 @@ static hiar_result_t hosts_setup(const hiar_gpu_env_t *env, hiar_gpu_t *gpu, int
     HIAR_CHECK(hiar_hosts_setup(env->mpi, t, &cfg, &gpu->hosts, gpu->hosts_why, sizeof(gpu->hosts_why)));
     /* Where the groups of a host split their step (per_host), a rank's link carries parts of shards only. */
     gpu->hosts_whole = gpu->hosts && !gpu->between.per_host && hiar_hosts_whole_ok(gpu->hosts, t);
+    gpu->hosts_alone_extra = gpu->hosts_whole ? hiar_hosts_alone_extra(gpu->hosts) : 0;
     if (env->mpi_device && !forced && gpu->hosts) {
         size_t len = strlen(gpu->hosts_why);
         snprintf(gpu->hosts_why + len, sizeof(gpu->hosts_why) - len,

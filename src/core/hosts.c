@@ -104,9 +104,18 @@ static void graph_gone(void *arg)
  * order what the round before left alike on every rank of the link, so
  * every rank gets the same bits.  Only where every factor is at most
  * HOSTS_ROUND_MAX: a larger prime would take as many sends in its one
- * round, and such comms stay on staged MPI (core/gpu.c).
+ * round, and such comms stay on staged MPI (core/gpu.c).  Small messages
+ * go in one job over every rank (the latency path, hiar_hosts_run_whole):
+ * one exchange instead of a round per factor, for (n - 1) sends against
+ * the rounds' sum(p - 1) (hiar_hosts_alone_extra; core/plan.c).  On one
+ * H100, 4 simulated hosts of one rank (2026-12-06), the rounds took 51 us
+ * at 1 KB and 59 at 8 KB where staged MPI took 29 and 48; 111 against 189
+ * at 64 KB.
  */
 #define HOSTS_ROUND_MAX 3
+/* Ranks alone with a whole link at most: its pieces, cut to fit the shared
+ * ring (piece_of_link), stay 8 KB or more at 2-rank rounds. */
+#define HOSTS_WHOLE_MAX 33
 
 struct hiar_hosts {
     hiar_progress_t *engine;
@@ -115,6 +124,8 @@ struct hiar_hosts {
     hiar_hosts_gpu_t *gpu;
     int nrounds; /* every rank alone on more than 2: the rounds' links, in order; 0: a link per shard */
     MPI_Comm rounds[HIAR_TIER_ROUNDS_MAX]; /* their communicators (this object's own) */
+    int whole;           /* ... and then the link over every rank (a round's where one round is all), else -1 */
+    int ring_peers;      /* the peers of the widest link but whole: the shared eager ring's whole pieces */
     MPI_Comm *links;     /* [nlinks]: the tier's shard communicators or the rounds' (the port dups them) */
     int nshards, nlinks; /* links: the shards this rank owns */
     int *link_of; /* [nshards]: the link of a shard this rank owns, else -1 */
@@ -174,16 +185,31 @@ static size_t stride_of(size_t bytes)
 }
 
 /*
+ * A link's pieces: HOSTS_PIECE_BYTES, but over a link of more peers than the
+ * shared eager ring was sized for (the whole link of ranks alone) as much
+ * less as fits it, so the ring never grows with the ranks (8 ranks alone:
+ * 4 MB a peer instead of 28).
+ */
+static size_t piece_of_link(const hiar_hosts_t *h, int link)
+{
+    int peers = h->port.size(h->port.ctx, link) - 1;
+
+    if (peers <= h->ring_peers)
+        return HOSTS_PIECE_BYTES;
+    return HOSTS_PIECE_BYTES * (size_t)h->ring_peers / (size_t)peers / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
+}
+
+/*
  * The eager slots' flags, and the ring they share in slot 0 (a whole ring
  * of the largest pieces per peer and direction: 4 MB, 8 MB at 2 hosts),
- * for links of up to n ranks.
+ * for links of up to h->ring_peers peers (piece_of_link).
  */
-static hiar_result_t allocate_eager(hiar_hosts_t *h, int n)
+static hiar_result_t allocate_eager(hiar_hosts_t *h)
 {
     size_t ring = HOSTS_RING * stride_of(HOSTS_PIECE_BYTES);
     hiar_hosts_area_t a;
 
-    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, ring, (size_t)(n - 1) * ring, &h->ring));
+    HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, 0, ring, (size_t)h->ring_peers * ring, &h->ring));
     for (int s = 1; s < HOSTS_EAGER_SLOTS; s++)
         HIAR_CHECK(hiar_hosts_gpu_slot(h->gpu, s, 0, 0, &a));
     return HIAR_SUCCESS;
@@ -195,7 +221,7 @@ static hiar_result_t warm_eager(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
     hiar_wait_t wait = hiar_wait_begin(cfg->timeout_ms, cfg->abort, "between hosts, the first exchange of the ring");
 
     for (int l = 0; l < h->nlinks; l++) {
-        hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(HOSTS_PIECE_BYTES),
+        hiar_progress_job_t job = {.link = l, .ring = HOSTS_RING, .stride = stride_of(piece_of_link(h, l)),
                                    .send = h->ring.send_host, .recv = h->ring.recv_host};
         HIAR_CHECK(warm(h, &job, HOSTS_RING, &wait));
     }
@@ -239,33 +265,34 @@ static void free_rounds(MPI_Comm *rounds, int nrounds)
         MPI_Comm_free(&rounds[r]);
 }
 
-/* The largest link's ranks: the shared eager ring holds a piece from each peer. */
-static int widest_link(const hiar_hosts_t *h)
+/* The peers of the widest link but the whole link of ranks alone: the shared eager ring holds a piece from each. */
+static int widest_peers(const hiar_hosts_t *h)
 {
     int n = 0;
 
     for (int l = 0; l < h->nlinks; l++)
-        n = h->port.size(h->port.ctx, l) > n ? h->port.size(h->port.ctx, l) : n;
-    return n;
+        if (l != h->whole || h->nrounds == 1)
+            n = h->port.size(h->port.ctx, l) > n ? h->port.size(h->port.ctx, l) : n;
+    return n - 1;
 }
 
 /*
  * The links' communicators (owned shards', in shard order; every rank alone
- * on more than 2: the rounds'), the tags' counters and the port's links:
- * this rank's memory alone, agreed before the links' collective set-up
- * (hiar_hosts_setup).
+ * on more than 2: the rounds', then, past one round, the whole one over
+ * every rank), the tags' counters and the port's links: this rank's memory
+ * alone, agreed before the links' collective set-up (hiar_hosts_setup).
  */
 static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
 {
-    int n = 0;
+    int n = 0, most = t->nshards + h->nrounds + 1, ranks = 0;
 
     h->nshards = t->nshards;
+    h->whole = -1;
     if ((h->board = calloc(1, sizeof(*h->board))))
         atomic_init(&h->board->refs, 1);
-    if (!h->board || !(h->links = malloc(sizeof(MPI_Comm) * (size_t)(t->nshards + h->nrounds))) ||
+    if (!h->board || !(h->links = malloc(sizeof(MPI_Comm) * (size_t)most)) ||
         !(h->link_of = malloc(sizeof(int) * (size_t)t->nshards)) ||
-        !(h->next_tag = calloc((size_t)(t->nshards + h->nrounds), sizeof(int))) ||
-        !(h->kept_tags = calloc((size_t)(t->nshards + h->nrounds), sizeof(int))))
+        !(h->next_tag = calloc((size_t)most, sizeof(int))) || !(h->kept_tags = calloc((size_t)most, sizeof(int))))
         return hiar_error_set(HIAR_NO_MEMORY, "cannot allocate the links of %d shards", t->nshards);
     for (int s = 0; s < t->nshards; s++) {
         h->link_of[s] = hiar_tier_owns(t, s) && !h->nrounds ? n : -1;
@@ -274,6 +301,12 @@ static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
     }
     for (int r = 0; r < h->nrounds; r++)
         h->links[n++] = h->rounds[r];
+    if (h->nrounds == 1)
+        h->whole = 0;
+    else if (h->nrounds && MPI_Comm_size(t->shard_comm[0], &ranks) == MPI_SUCCESS && ranks <= HOSTS_WHOLE_MAX) {
+        h->whole = n;
+        h->links[n++] = t->shard_comm[0]; /* the one shard's owners: every rank */
+    }
     h->nlinks = n;
     return hiar_port_mpi_alloc(n, &h->port);
 }
@@ -292,7 +325,8 @@ static hiar_result_t connect(hiar_hosts_t *h, const hiar_hosts_config_t *cfg)
     pc.thread_arg = &h->device;
     pc.kernel_abort = hiar_hosts_gpu_abort_word(h->gpu);
     HIAR_CHECK(hiar_progress_start(&pc, &h->engine));
-    return h->nlinks ? allocate_eager(h, widest_link(h)) : HIAR_SUCCESS;
+    h->ring_peers = widest_peers(h);
+    return h->nlinks ? allocate_eager(h) : HIAR_SUCCESS;
 }
 
 /* A set-up step's outcome on this rank (a WARN if it failed), then whether it worked on every rank. */
@@ -349,7 +383,10 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     }
     snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)%s",
              h->device_pointers ? "MPI on device memory" : "through pinned host memory",
-             h->nrounds ? "; every rank alone: in rounds over the prime factors of the ranks" : "");
+             !h->nrounds           ? ""
+             : hiar_hosts_alone_extra(h) ? "; every rank alone: in rounds over the prime factors of the ranks, small "
+                                           "messages in one exchange with every rank"
+                                         : "; every rank alone: in rounds over the prime factors of the ranks");
     *out = h;
     return HIAR_SUCCESS;
 }
@@ -580,18 +617,27 @@ int hiar_hosts_whole_ok(const hiar_hosts_t *h, const hiar_tier_t *t)
     for (int k = 0; k < g->ngroups; k++)
         if (g->start[k + 1] - g->start[k] != t->nshards)
             return 0;
-    return !h->nrounds;
+    return !h->nrounds || h->whole >= 0;
+}
+
+int hiar_hosts_alone_extra(const hiar_hosts_t *h)
+{
+    int n = h->whole >= 0 ? h->port.size(h->port.ctx, h->whole) : 0, extra = n - 1;
+
+    for (int r = 0; r < h->nrounds; r++)
+        extra -= h->port.size(h->port.ctx, r) - 1;
+    return h->nrounds ? extra : 0;
 }
 
 hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
 {
     size_t bytes = hiar_call_bytes(c);
-    int capturing;
+    int link = h->nrounds ? h->whole : h->link_of[t->local], capturing;
 
-    HIAR_ASSERT(!h->nrounds && h->link_of[t->local] >= 0); /* hiar_hosts_whole_ok, checked at creation */
+    HIAR_ASSERT(link >= 0); /* hiar_hosts_whole_ok, checked at creation */
     HIAR_CHECK(job_start(h, c, &capturing));
-    return run_job(h, c, h->link_of[t->local],
-                   hiar_pieces_make(bytes, bytes, HIAR_IPC_SHARD_UNIT, 1, 0, HOSTS_PIECE_BYTES), capturing);
+    return run_job(h, c, link,
+                   hiar_pieces_make(bytes, bytes, HIAR_IPC_SHARD_UNIT, 1, 0, piece_of_link(h, link)), capturing);
 }
 
 hiar_result_t hiar_hosts_run_part(hiar_hosts_t *h, const hiar_call_t *c, int s, const hiar_tier_t *parts)

@@ -52,14 +52,21 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
 /*
  * Whether every rank can take the whole message to its counterparts
  * (hiar_hosts_run_whole): every group of t has t->nshards ranks, so each
- * rank owns one shard and has its link, and no rounds.  The same on every
- * rank.
+ * rank owns one shard and has its link (ranks alone in rounds: the link
+ * over all).  The same on every rank.
  */
 int hiar_hosts_whole_ok(const hiar_hosts_t *h, const hiar_tier_t *t);
 /*
+ * Every rank alone in rounds (hosts.c) with the link over all of them: how
+ * many more times the message a rank sends in one job over every rank than
+ * in the rounds (n - 1 - sum(p - 1) over the factors p; 4 ranks: 1, 8: 4);
+ * 0 for other comms and where one round is all.  The same on every rank.
+ */
+int hiar_hosts_alone_extra(const hiar_hosts_t *h);
+/*
  * The latency path's step (core/hier.c): the whole of c, which the group
- * left alike on its ranks, over this rank's link to its counterparts, one
- * job (where hiar_hosts_whole_ok).
+ * left alike on its ranks, over this rank's link to its counterparts (ranks
+ * alone: to every rank), one job (where hiar_hosts_whole_ok).
  */
 hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
 /*

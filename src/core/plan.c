@@ -62,18 +62,23 @@ static size_t ll_limit(const hiar_plan_input_t *in, int n, int norm, size_t pinn
  * path (the group's LL, the whole message between hosts) up to
  * HIAR_ONESHOT_MAX (HIAR_ALGO=oneshot or pull: the group's LL limit, as
  * choose_between takes LL), else HIAR_HOSTS_LL_BUDGET over the group's
- * ranks; never past the group's LL limit; 0 for other comms, under other
- * forced algorithms, and for groups of one rank (whose three steps are
- * already a copy and the hosts kernel).
+ * ranks, or for ranks alone in rounds over the extra sends of one job over
+ * every rank (its group's step a copy, then one exchange instead of a
+ * round per factor); never past the group's LL limit; 0 for other comms,
+ * under other forced algorithms, and for other groups of one rank (whose
+ * three steps are already a copy and the hosts kernel).
  */
 static size_t hosts_ll_max(const hiar_plan_input_t *in)
 {
     int g = in->device_nshards > 1 ? in->device_nshards : 1;
     int forced = in->algo == HIAR_ALGO_ONESHOT || in->algo == HIAR_ALGO_PULL;
-    size_t group = ll_limit(in, g, 0, HIAR_PINNED_LL_MAX), budget = HIAR_HOSTS_LL_BUDGET / (size_t)g;
+    int shares = g > 1 ? g : in->hosts_alone_extra;
+    size_t group, budget;
 
-    if (!in->hosts_async || !in->hosts_whole || g < 2 || (in->algo != HIAR_ALGO_AUTO && !forced))
+    if (!in->hosts_async || !in->hosts_whole || shares < 1 || (in->algo != HIAR_ALGO_AUTO && !forced))
         return 0;
+    group = ll_limit(in, g, 0, HIAR_PINNED_LL_MAX);
+    budget = HIAR_HOSTS_LL_BUDGET / (size_t)shares;
     return in->oneshot_max || forced || group < budget ? group : budget;
 }
 

@@ -45,10 +45,14 @@
  * message to the counterparts (core/hier.c hiar_hier_device_hosts_ll): two
  * launches instead of three, no all-gather, but g ranks of a group put g
  * times the three steps' bytes on the wire between hosts, at most this
- * much more per call.  Not yet measured (2026-12-05): the three steps'
- * all-gather cost 3.6 us of launch on the calling thread at 1 KB on one
- * H100 (a VM), 128 KB more at 25 GB/s about 5 us; HIAR_ONESHOT_MAX sets the
- * limit itself, HIAR_ALGO=hier or twoshot turns it off. */
+ * much more per call (ranks alone in rounds: over the extra sends of one
+ * exchange with every rank, core/hosts.h hiar_hosts_alone_extra).  On one
+ * H100, 2 simulated hosts of 2 ranks, bf16 (2026-12-06), the latency path
+ * against the three steps: eager 28.9 against 49.5 us at 1 KB, 38.8 / 54.9
+ * at 16 KB, 46.7 / 60.6 at 32 KB, 66.7 / 71.5 at 64 KB (staged MPI 28.3,
+ * 69.8, 112, 188); in CUDA graphs 18.3 / 34.5 at 1 KB, 52.9 / 55.2 at 64
+ * KB.  HIAR_ONESHOT_MAX sets the limit itself, HIAR_ALGO=hier or twoshot
+ * turns it off. */
 #define HIAR_HOSTS_LL_BUDGET (128 * 1024)
 /* Largest LL one-shot message on the IPC transport when HIAR_ONESHOT_MAX is
  * 0: this over the group's ranks.  On 2 H200 LL beat push up to 512 KB (256 KB:
@@ -155,6 +159,8 @@ typedef struct {
     int hosts_async;    /* device buffers: that step runs over MPI on the progress engine (agreed; core/hosts.h) */
     int hosts_whole;    /* ... and every rank can take the whole message to its counterparts (core/hosts.h
                          * hiar_hosts_whole_ok: every group of device_nshards ranks; agreed) */
+    int hosts_alone_extra; /* ... every rank alone in rounds: the whole message's extra sends over the rounds'
+                            * (core/hosts.h hiar_hosts_alone_extra; the same on every rank); 0: none */
     int mixed;          /* device buffers: kernels of several kinds share a GPU: no push kernel (agreed) */
     int device_nshards; /* the device side's shards between groups */
     int flat_nranks;    /* device buffers: ranks of the one CUDA IPC group over the host (agreed); 0: none */

@@ -369,7 +369,7 @@ Test(plan, every_rank_alone)
 
 /*
  * Groups of several ranks on the progress engine with a link per rank
- * (hosts_whole; groups of one: never): the
+ * (hosts_whole; groups of one: only in rounds, below): the
  * latency path up to 128 KB over the group's ranks, within the group's LL
  * limit, where HIAR_ALGO is auto; HIAR_ONESHOT_MAX moves it, HIAR_ALGO=oneshot
  * (or pull) takes it to the group's LL limit, another forced algorithm never; without
@@ -419,6 +419,45 @@ Test(plan, hosts_latency_path)
         in.hosts_async = 0;
         cr_expect(hiar_plan_choose(&in).via == HIAR_VIA_STAGED, "case %zu staged: got %s", i,
                   hiar_plan_name(hiar_plan_choose(&in)));
+    }
+}
+
+/*
+ * Every rank alone in rounds on the progress engine (hosts_alone_extra: one
+ * job over every rank sends the message that many times more than the
+ * rounds): the latency path up to 128 KB over the extra sends (4 ranks: 1,
+ * 6: 2, 8: 4), never where one round is all (3 ranks: 0), HIAR_ALGO=oneshot
+ * to the LL limit, another forced algorithm never.
+ */
+Test(plan, hosts_latency_path_alone)
+{
+    static const struct {
+        int nranks, extra, algo;
+        size_t last; /* the largest size that takes it; 0: none */
+    } cases[] = {
+        {4, 1, HIAR_ALGO_AUTO, 128 * K}, {6, 2, HIAR_ALGO_AUTO, 64 * K},    {8, 4, HIAR_ALGO_AUTO, 32 * K},
+        {3, 0, HIAR_ALGO_AUTO, 0},       {4, 1, HIAR_ALGO_ONESHOT, 512 * K}, {4, 1, HIAR_ALGO_HIER, 0},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        hiar_plan_input_t in = {0};
+        in.nranks = in.ngroups = in.host_ngroups = cases[i].nranks;
+        in.host_nshards = in.device_nshards = 1;
+        in.device = in.hier_ready = in.hosts_async = in.hosts_whole = 1;
+        in.hosts_alone_extra = cases[i].extra;
+        in.algo = cases[i].algo;
+        in.ipc_ll_max = 512 * K;
+        for (size_t bytes = 1 * K; bytes <= 1 * M; bytes *= 2) {
+            hiar_plan_t got;
+            in.bytes = bytes;
+            got = hiar_plan_choose(&in);
+            if (bytes <= cases[i].last)
+                cr_expect(hiar_plan_equal(got, (hiar_plan_t)HOSTS_LL), "case %zu, %zu bytes: got %s", i, bytes,
+                          hiar_plan_name(got));
+            else
+                cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
+                          "case %zu, %zu bytes: got %s", i, bytes, hiar_plan_name(got));
+        }
     }
 }
 
