@@ -79,8 +79,9 @@ alone_onehost() {
 alone_three() {
     run alone $mpi -np 3 -x HIAR_GROUPS="0|1|2" ./tests/gpu/test_gpu --quick
 }
-# A rank per host on more than 2 hosts (landed 2026-12-05, not yet run on a GPU): the progress thread in rounds
-# over the prime factors of the ranks (core/hosts.c; 3: one round of 3, 4: two of 2, 6: 2 then 3), capturable;
+# A rank per host on more than 2 hosts (landed 2026-12-05, first run 2026-12-06): the progress thread in rounds
+# over the prime factors of the ranks (core/hosts.c; 3: one round of 3, 4: two of 2, 6: 2 then 3; small messages
+# on 4 and more in one job over every rank since 2026-12-06), capturable;
 # 5 ranks stay on staged MPI (captures refused). alone-many: 3 and 4 hosts (ALONE_RANKS: others, e.g. 6);
 # alone-many-more: 5 hosts, graphs replayed and a killed rank on 4; alone-many-bench: on 4, the bench against
 # MPI, --overlap and the training step with 2 ms kernels.
@@ -159,8 +160,8 @@ hostmarks_part() {
         echo "FAIL: no hosts kernel marks (the step between hosts not on the engine, or a tree without marks)" |
         tee -a "$out/summary.txt"
 }
-# Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, not yet run
-# on a GPU): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)
+# Small messages between hosts on their latency path (ipc-hosts-ll, core/plan.c; landed 2026-12-05, first run
+# 2026-12-06): test_gpu --quick on 2 hosts of 2 (the default comm takes it, a HIAR_ALGO=hier comm the three steps)
 # and 3 hosts of 2; then the bench with it and with the three steps (HIAR_ALGO=hier), eager against MPI, in
 # graphs and --overlap, up to 256 KB (its limit: 64 KB for groups of 2).
 latency_tests() {
