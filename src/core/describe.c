@@ -165,10 +165,12 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
              l.device_hier_ll_max, in.device_nshards, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards),
              HIAR_IPC_PUSH_MAX, fused_chunk(&in), comm->gpu->between.why);
     else if (in.hier_ready && in.hosts_async && l.device_hosts_ll_max)
-        EMIT(out, "  device paths: ipc-hosts-ll up to %zu bytes (the group's one-shot, then the whole message with "
-                  "the counterparts), then hier (GPU) in chunks of %zu bytes; between groups: %s, %s",
-             l.device_hosts_ll_max, hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why,
-             comm->gpu->hosts_why);
+        EMIT(out, "  device paths: ipc-hosts-ll up to %zu bytes (%s), then hier (GPU) in chunks of %zu bytes; between "
+                  "groups: %s, %s",
+             l.device_hosts_ll_max,
+             in.hosts_alone_extra ? "a copy, then the whole message with every rank"
+                                  : "the group's one-shot, then the whole message with the counterparts",
+             hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why, comm->gpu->hosts_why);
     else if (in.hier_ready && in.hosts_async)
         EMIT(out, "  device paths: hier (GPU) in chunks of %zu bytes at every size; between groups: %s, %s",
              hiar_ipc_hier_chunk(l.ipc_slot, in.device_nshards), comm->gpu->between.why, comm->gpu->hosts_why);

@@ -37,7 +37,7 @@ typedef struct hiar_gpu {
     hiar_side_t alt;
     hiar_transport_config_t cfg; /* this rank's group's transport configuration, for alt */
     hiar_hosts_t *hosts;    /* that step over MPI on the progress engine; NULL: blocking (hosts_why) */
-    int hosts_whole;        /* ... and small messages take its latency path (core/hosts.h hiar_hosts_whole_ok) */
+    int hosts_whole;        /* ... and it can take the latency path's step (core/hosts.h hiar_hosts_whole_ok) */
     int hosts_alone_extra;  /* ... every rank alone in rounds: the latency path's extra sends (hiar_hosts_alone_extra) */
     char hosts_why[320];
     hiar_reg_t reg; /* registered memory (hiar_mem_register) */

@@ -115,7 +115,7 @@ static void graph_gone(void *arg)
 #define HOSTS_ROUND_MAX 3
 /* Ranks alone with a whole link at most: its pieces, cut to fit the shared
  * ring (piece_of_link), stay 8 KB or more at 2-rank rounds. */
-#define HOSTS_WHOLE_MAX 33
+#define HOSTS_WHOLE_MAX 32
 
 struct hiar_hosts {
     hiar_progress_t *engine;
@@ -187,8 +187,8 @@ static size_t stride_of(size_t bytes)
 /*
  * A link's pieces: HOSTS_PIECE_BYTES, but over a link of more peers than the
  * shared eager ring was sized for (the whole link of ranks alone) as much
- * less as fits it, so the ring never grows with the ranks (8 ranks alone:
- * 4 MB a peer instead of 28).
+ * less as fits it, so the ring never grows with the ranks (8 ranks alone in
+ * rounds of 2: 4 MB in all, not 28).
  */
 static size_t piece_of_link(const hiar_hosts_t *h, int link)
 {
@@ -284,7 +284,7 @@ static int widest_peers(const hiar_hosts_t *h)
  */
 static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
 {
-    int n = 0, most = t->nshards + h->nrounds + 1, ranks = 0;
+    int n = 0, most = t->nshards + h->nrounds + 1;
 
     h->nshards = t->nshards;
     h->whole = -1;
@@ -303,7 +303,7 @@ static hiar_result_t links_allocate(hiar_hosts_t *h, const hiar_tier_t *t)
         h->links[n++] = h->rounds[r];
     if (h->nrounds == 1)
         h->whole = 0;
-    else if (h->nrounds && MPI_Comm_size(t->shard_comm[0], &ranks) == MPI_SUCCESS && ranks <= HOSTS_WHOLE_MAX) {
+    else if (h->nrounds && t->groups.ngroups <= HOSTS_WHOLE_MAX) { /* every rank alone: a group each */
         h->whole = n;
         h->links[n++] = t->shard_comm[0]; /* the one shard's owners: every rank */
     }
@@ -384,8 +384,8 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
     snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)%s",
              h->device_pointers ? "MPI on device memory" : "through pinned host memory",
              !h->nrounds           ? ""
-             : hiar_hosts_alone_extra(h) ? "; every rank alone: in rounds over the prime factors of the ranks, small "
-                                           "messages in one exchange with every rank"
+             : hiar_hosts_alone_extra(h) ? "; every rank alone: in rounds over the prime factors of the ranks, or one "
+                                           "exchange with every rank (the latency path)"
                                          : "; every rank alone: in rounds over the prime factors of the ranks");
     *out = h;
     return HIAR_SUCCESS;
@@ -626,7 +626,7 @@ int hiar_hosts_alone_extra(const hiar_hosts_t *h)
 
     for (int r = 0; r < h->nrounds; r++)
         extra -= h->port.size(h->port.ctx, r) - 1;
-    return h->nrounds ? extra : 0;
+    return h->nrounds && h->whole >= 0 ? extra : 0;
 }
 
 hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)

@@ -122,6 +122,19 @@ static size_t pinned_default_slot(const hiar_plan_input_t *in)
     return slot;
 }
 
+/*
+ * Push's limit on 2 ranks over pinned host memory: every size where the
+ * slot is the default's or larger (as measured, plan.h); push's pieces
+ * shrink with the slot, a flag each over PCIe, so a smaller one keeps
+ * two-shot past the limit CUDA IPC has.
+ */
+static size_t pinned_push2_max(const hiar_plan_input_t *in)
+{
+    size_t slot = in->slot_bytes ? in->slot_bytes : pinned_default_slot(in);
+
+    return slot >= HIAR_PINNED_SLOT_DEFAULT ? HIAR_PINNED_PUSH2_MAX : HIAR_IPC_PUSH2_MAX;
+}
+
 void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out)
 {
     out->shm = in->slot_bytes ? in->slot_bytes : shm_default_slot(in);
@@ -155,7 +168,7 @@ void hiar_plan_limits(const hiar_plan_input_t *in, hiar_plan_limits_t *out)
                                in->nranks == 2 && in->ngroups == 1 && in->floating && !in->norm
                                    ? HIAR_PINNED_GROUP_LL_MAX
                                    : HIAR_PINNED_LL_MAX);
-    out->ipc_push_max = in->nranks != 2 ? HIAR_IPC_PUSH_MAX : in->pinned ? HIAR_PINNED_PUSH2_MAX : HIAR_IPC_PUSH2_MAX;
+    out->ipc_push_max = in->nranks != 2 ? HIAR_IPC_PUSH_MAX : in->pinned ? pinned_push2_max(in) : HIAR_IPC_PUSH2_MAX;
     /* Device messages over groups exchanging on the GPU (core/between.h): the
      * latency path (LL in the group, LL between groups) while LL suits both the
      * largest group and the counterparts; then reduce-scatter, the shards

@@ -541,7 +541,7 @@ Test(plan, fused_between)
 /*
  * A group through pinned host memory: LL (polled over PCIe) up to 64 KB for 2 ranks on float types (data-only
  * packets), 16 KB for integer types, for more ranks and for a fused norm, then push: at every size on 2 ranks
- * (over CUDA IPC two-shot from 8 MB), to 1 MB on more.
+ * with the default slot or larger (over CUDA IPC, or a smaller slot, two-shot from 8 MB), to 1 MB on more.
  */
 Test(plan, pinned_group)
 {
@@ -583,6 +583,12 @@ Test(plan, pinned_group)
                   hiar_plan_name(hiar_plan_choose(&in)));
         in.pinned = 1;
     }
+    in.slot_bytes = HIAR_PINNED_SLOT_DEFAULT / 4; /* smaller pieces for push: two-shot past the 2-rank limit */
+    in.bytes = HIAR_IPC_PUSH2_MAX;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_PUSH));
+    in.bytes = HIAR_IPC_PUSH2_MAX + 2;
+    cr_expect(hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HIAR_PLAN_IPC_TWOSHOT), "a 1 MB slot: %s",
+              hiar_plan_name(hiar_plan_choose(&in)));
 }
 
 /*
