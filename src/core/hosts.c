@@ -34,6 +34,10 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * 3414 us at 16 MB (a shard of 8 MB then pipelines through the ring instead
  * of filling it once), 9665 against 10096 at 64 MB, 31429 against 33652 at
  * 256 MB; 128 KB pieces were slower at 64 MB (0.90 of the link, 0.80).
+ * On one H100 (2026-12-06), two rounds of 256 / 128 / 64 KB pieces: 16 MB
+ * 2841-2762 / 3262-2466 / 3813-3010 us, 64 MB 9979-9322 / 11075-9802 /
+ * 12175-11863, 256 MB 37039-34053 / 42353-55895 / 50099-48958 (the link
+ * column moved 1824-2683 us at 16 MB between these runs).
  */
 #define HOSTS_PIECE_BYTES ((size_t)256 << 10)
 #define HOSTS_RING HIAR_HOSTS_RING_MAX

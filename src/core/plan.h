@@ -93,8 +93,10 @@
  * two-shot / push: 16 MB 12.27 / 13.53 GB/s, 32 MB 12.67 / 14.03, 64 MB
  * 13.04 / 14.08, 128 MB 13.25 / 14.06, 256 MB 13.34 / 14.43, against 18.4
  * and 17.7 GB/s a rank and direction of concurrent pinned copies measured
- * in the same runs (67-72% against 76-82%), at the default slot (below;
- * core/plan.c pinned_push2_max). */
+ * in the same runs (67-72% against 76-82%); on a later machine start push
+ * (the new default) 19.03-19.64 GB/s, two-shot 15.62-17.94, against 23.6
+ * (81-83% against 66-76%); at the default slot (below; core/plan.c
+ * pinned_push2_max). */
 #define HIAR_PINNED_PUSH2_MAX SIZE_MAX
 /* Slot of the pinned-host transport when HIAR_BUFFER_SIZE is 0: its 4 slots
  * per rank, LL packets and signals (21 MB a rank in a group of 2) live in

@@ -965,13 +965,33 @@ static int device_groups(hiar_comm_t *comm)
     return ngroups;
 }
 
+/* Whether n's prime factors are 2 and 3 only (the progress thread's rounds: core/hosts.c). */
+static int factors_2_and_3(int n)
+{
+    while (n % 2 == 0)
+        n /= 2;
+    while (n % 3 == 0)
+        n /= 3;
+    return n == 1;
+}
+
+/*
+ * Whether every rank alone in its group goes in rounds of more than one
+ * (4 to 32 ranks, prime factors 2 and 3 only: core/hosts.c), where small
+ * messages take the latency path too: a copy, then one job over every rank.
+ */
+static int alone_in_rounds(int ngroups, int group_size)
+{
+    return group_size == 1 && ngroups == nranks && factors_2_and_3(nranks) && nranks >= 4 && nranks <= 32;
+}
+
 /*
  * Whether small messages of comm take the latency path between groups over
  * MPI (ipc-hosts-ll: core/plan.c): device groups on several hosts (or on
  * one under HIAR_BETWEEN=mpi), on the progress engine (not staged), every
- * group of as many ranks, more than one (so no rounds, which are for a rank
- * per host), not the per-host split (which hiar takes by itself where each
- * host has several groups of one size: the comm's description says),
+ * group of as many ranks, more than one or every rank alone in rounds of
+ * more than one, not the per-host split (which hiar takes by itself where
+ * each host has several groups of one size: the comm's description says),
  * HIAR_ALGO auto, oneshot or pull.  From the comm's own grouping: several
  * GPUs of a host may be split into groups.  Collective.
  */
@@ -982,8 +1002,9 @@ static int hosts_ll_expected(hiar_comm_t *comm, int nhosts, int staged)
     hiar_comm_group(comm, 1, &ngroups, NULL, NULL, &size[0]);
     size[1] = -size[0];
     MPI_Allreduce(MPI_IN_PLACE, size, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* the fewest, and the most negated */
-    return ngroups > 1 && (nhosts > 1 || env_is("HIAR_BETWEEN", "mpi")) && size[0] > 1 && size[0] == -size[1] &&
-           !staged && !describes(comm, "device paths:", "within each host on the GPU") &&
+    return ngroups > 1 && (nhosts > 1 || env_is("HIAR_BETWEEN", "mpi")) && size[0] == -size[1] &&
+           (size[0] > 1 || alone_in_rounds(ngroups, size[0])) && !staged &&
+           !describes(comm, "device paths:", "within each host on the GPU") &&
            (!getenv("HIAR_ALGO") || env_is("HIAR_ALGO", "auto") || env_is("HIAR_ALGO", "oneshot") ||
             env_is("HIAR_ALGO", "pull"));
 }
@@ -1006,13 +1027,7 @@ static void hosts_ll_present(hiar_comm_t *comm, int want)
  */
 static int every_rank_alone_staged(hiar_comm_t *comm)
 {
-    int n = nranks;
-
-    while (n % 2 == 0)
-        n /= 2;
-    while (n % 3 == 0)
-        n /= 3;
-    return n > 1 && device_groups(comm) == nranks;
+    return !factors_2_and_3(nranks) && device_groups(comm) == nranks;
 }
 
 int main(int argc, char **argv)
