@@ -32,11 +32,14 @@ tests_part() {
     run tests bash tests/gpu/kill.sh $m4 $as
     ls /dev/shm | tee -a "$out/summary.txt"
 }
+# --split's 16-256 MB ratios in -n auto's rounds (the columns in turn, each its median round): with -n 5 one
+# after the other, the link column at 16 MB moved 1824-2683 us between runs of one machine start (2026-12-06) and
+# hiar / max(intra, link) 1.06-1.51.
 bench_part() {
     run bench $m4 $as $bench --impl hiar,mpi -b 64K -e 64M -f 4 -n 10 -w 2 --overlap
-    run bench $m4 $as $bench --impl hiar,mpi --split -b 16M -e 256M -f 4 -n 5 -w 1
+    run bench $m4 $as $bench --impl hiar,mpi --split -b 16M -e 256M -f 4
     run bench $m4 -x HIAR_TIMEOUT_MS=30000 $as $bench --impl hiar,mpi --split -b 1K -e 4M -f 4 -n 20 -w 5
-    run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 16M -e 256M -f 4 -n 5 -w 1
+    run bench $m4 -x HIAR_PROGRESS=0 $as $bench --impl hiar --split -b 16M -e 256M -f 4
     run bench $m4 $as $bench --impl hiar -b 1K -e 64M -f 4 -n 50 -w 5 --graph
 }
 # Groups on several hosts, as many on each (issue 16, item 4): each host's owners of a shard reduce-scatter it on
