@@ -94,4 +94,18 @@ HIAR_HD static inline void hiar_pieces_at(const hiar_pieces_t *g, int i, size_t 
     *bytes = n - j < g->piece ? n - j : g->piece;
 }
 
+/*
+ * The pieces of a link of `peers` peers through a ring laid out for
+ * ring_peers peers' pieces of `piece` bytes (positions of peers x piece
+ * each, the same count): `piece` where the link has no more peers, else as
+ * much less, a multiple of `align`, as keeps peers x pieces within it; 0
+ * where not even `align` fits.
+ */
+static inline size_t hiar_pieces_fitted(size_t piece, size_t align, int ring_peers, int peers)
+{
+    if (peers <= ring_peers)
+        return piece;
+    return piece * (size_t)ring_peers / (size_t)peers / align * align;
+}
+
 #endif

@@ -196,11 +196,7 @@ static size_t stride_of(size_t bytes)
  */
 static size_t piece_of_link(const hiar_hosts_t *h, int link)
 {
-    int peers = h->port.size(h->port.ctx, link) - 1;
-
-    if (peers <= h->ring_peers)
-        return HOSTS_PIECE_BYTES;
-    return HOSTS_PIECE_BYTES * (size_t)h->ring_peers / (size_t)peers / HOSTS_STRIDE_ALIGN * HOSTS_STRIDE_ALIGN;
+    return hiar_pieces_fitted(HOSTS_PIECE_BYTES, HOSTS_STRIDE_ALIGN, h->ring_peers, h->port.size(h->port.ctx, link) - 1);
 }
 
 /*

@@ -760,6 +760,30 @@ static void test_pieces(void)
                      "order, and the largest");
 }
 
+/*
+ * hiar_pieces_fitted: a link of more peers than its ring was laid out for
+ * (core/hosts.c: ranks alone, the link over all of them beside rounds of 2
+ * or 3) gets pieces that keep a ring's worth within the ring's memory, a
+ * multiple of the alignment, at least 8 KB up to 32 ranks (hosts.c's most);
+ * as many peers or fewer keep the full piece.
+ */
+static void test_pieces_fitted(void)
+{
+    const size_t piece = 256 << 10, align = 128;
+    int bad = 0;
+
+    for (int ring_peers = 1; ring_peers <= 2; ring_peers++)
+        for (int peers = 1; peers <= 64; peers++) {
+            size_t p = hiar_pieces_fitted(piece, align, ring_peers, peers);
+            bad += (size_t)peers * p > (size_t)ring_peers * piece || p % align || p > piece;
+            bad += peers <= ring_peers && p != piece;
+            bad += peers <= 31 && p < (8 << 10);
+            bad += peers > ring_peers && (size_t)peers * (p + align) <= (size_t)ring_peers * piece; /* the most */
+        }
+    expect(hiar_pieces_fitted(piece, align, 1, 4096) == 0, "pieces fitted: 0 where not even the alignment fits");
+    expect(bad == 0, "pieces fitted: within the ring, aligned, the most that fits, the full piece where it fits");
+}
+
 /* A rank whose kernels never come: the others' engines time out, tell their kernels, and keep the error. */
 static void test_stall(void)
 {
@@ -1075,6 +1099,7 @@ int main(int argc, char **argv)
     (void)argv;
 #endif
     test_pieces();
+    test_pieces_fitted();
     test_rounds(2, 1, 0);
     test_rounds(2, 3, 0);
     test_rounds(3, 2, 0);
