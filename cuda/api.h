@@ -447,7 +447,8 @@ void hiar_ipc_destroy(hiar_ipc_t *ipc);
  */
 typedef struct {
     hiar_pieces_t pieces;
-    char *data;       /* the call's output: the rank's own pieces at their offsets, and the results */
+    char *data;       /* the call's output: the results at the pieces' offsets */
+    const char *src;  /* the rank's own pieces at their offsets: data, or the call's input (core/hosts.h) */
     char *send;       /* position q at q * stride, where the thread sends it from */
     const char *recv; /* position q at q * (n - 1) * stride: the other ranks' pieces in rank order, stride apart */
     uint32_t *flags;  /* the positions' flags as kernels see them */

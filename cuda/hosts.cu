@@ -93,8 +93,9 @@ __device__ __forceinline__ uint4 load_fresh(const char *base, size_t off, size_t
     return u;
 }
 
-/* Piece i of the job: where the rank's own bytes are, and its ring position's. */
+/* Piece i of the job: where the rank's own bytes are, where its result goes, and its ring position's. */
 struct piece_t {
+    const char *src;
     char *data, *send;
     const char *recv;
     uint32_t *flags;
@@ -106,7 +107,7 @@ __device__ __forceinline__ piece_t piece_of(const hiar_hosts_job_t &j, int i)
     size_t off, bytes, q = (size_t)(i % j.ring);
 
     hiar_pieces_at(&j.pieces, i, &off, &bytes);
-    return {j.data + off, j.send + q * j.stride, j.recv + q * (size_t)(j.n - 1) * j.stride,
+    return {j.src + off, j.data + off, j.send + q * j.stride, j.recv + q * (size_t)(j.n - 1) * j.stride,
             j.flags + q * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t), bytes};
 }
 
@@ -117,7 +118,7 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const pi
 
     move_units<4>(0, p.bytes, [&](size_t off) {
         return fold_units<T>(j.n, op, divisor, [&](int k) {
-            return k == j.me ? load_unit<HIAR_UNIT>(p.data, off, p.bytes, es)
+            return k == j.me ? load_unit<HIAR_UNIT>(p.src, off, p.bytes, es)
                              : load_fresh(p.recv + (size_t)(k < j.me ? k : k - 1) * j.stride, off, p.bytes);
         });
     }, [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.data, off, p.bytes, es, u); });
@@ -127,7 +128,7 @@ __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const pi
 template <typename T>
 __device__ __forceinline__ void hand_over(const piece_t &p)
 {
-    move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.data, off, p.bytes, sizeof(T)); },
+    move_units<4>(0, p.bytes, [&](size_t off) { return load_unit<HIAR_UNIT>(p.src, off, p.bytes, sizeof(T)); },
                   [&](size_t off, const uint4 &u) { store_unit<HIAR_UNIT>(p.send, off, p.bytes, sizeof(T), u); });
     __syncthreads();
     if (threadIdx.x == 0) {

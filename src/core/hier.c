@@ -209,6 +209,22 @@ static hiar_result_t per_host_call(hiar_comm_t *comm, const hiar_call_t *c)
 }
 
 /*
+ * c as the step between hosts takes it (core/hosts.h): the rank's own bytes
+ * where its group's step left them, in the output; a rank alone in its
+ * group (transport/self.c: that step is a copy of the input) leaves them in
+ * the input, which the hosts kernel reads, so a call launches one kernel
+ * and copies nothing fewer.
+ */
+static hiar_call_t hosts_call(const hiar_side_t *d, const hiar_call_t *c)
+{
+    hiar_call_t own = *c;
+
+    if (d->tp != &hiar_transport_self)
+        own.sendbuf = own.recvbuf;
+    return own;
+}
+
+/*
  * The reduce-scatter in the group, the owned shards between groups (on the
  * progress engine where the MPI step has one: one job per shard for the
  * whole call), the all-gather in the group.
@@ -218,12 +234,15 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
     hiar_side_t *d = &comm->gpu->side;
     const hiar_tier_t *t = &d->tier;
     int over_mpi = c->plan.between == HIAR_KERNEL_NONE;
+    int on_engine = over_mpi && comm->gpu->hosts && !comm->gpu->between.per_host;
+    hiar_call_t own = hosts_call(d, c);
     hiar_result_t rc;
 
-    HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
+    if (!on_engine || own.sendbuf == own.recvbuf) /* else a rank alone: the hosts kernel reads the input */
+        HIAR_CHECK(d->tp->run(d->state, t, c, HIAR_STEP_REDUCE_SCATTER));
     HIAR_MARK(c, "reduce-scatter");
-    if (over_mpi && comm->gpu->hosts && !comm->gpu->between.per_host)
-        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, c, t));
+    if (on_engine)
+        HIAR_CHECK(hiar_hosts_run(comm->gpu->hosts, &own, t));
     else if (over_mpi && comm->gpu->between.per_host && per_host_call_fits(comm, c))
         HIAR_CHECK(per_host_call(comm, c));
     else
@@ -244,18 +263,21 @@ hiar_result_t hiar_hier_device(hiar_comm_t *comm, const hiar_call_t *c)
  * messages take it (core/plan.c).  The three steps, 2 simulated hosts of 2
  * ranks on one H100 (2026-12-05), spent on the calling thread per 1 KB
  * call 3.9 us launching the reduce-scatter, 4.0 the hosts kernel and 3.6
- * the all-gather, and the call took 51 us against staged MPI's 35.
+ * the all-gather, and the call took 51 us against staged MPI's 35.  Ranks
+ * alone in rounds (core/hosts.c) take it too: their group's step is none,
+ * and one job over every rank replaces the rounds.
  */
 hiar_result_t hiar_hier_device_hosts_ll(hiar_comm_t *comm, const hiar_call_t *c)
 {
     hiar_side_t *d = &comm->gpu->side;
-    hiar_call_t group = *c;
+    hiar_call_t group = *c, own = hosts_call(d, c);
 
     HIAR_ASSERT(comm->gpu->hosts && comm->gpu->hosts_whole); /* the plan's condition (core/plan.c) */
     group.divisor = 0;
-    HIAR_CHECK(d->tp->run(d->state, &d->tier, &group, HIAR_STEP_ALLREDUCE));
+    if (own.sendbuf == own.recvbuf) /* else a rank alone: the hosts kernel reads the input */
+        HIAR_CHECK(d->tp->run(d->state, &d->tier, &group, HIAR_STEP_ALLREDUCE));
     HIAR_MARK(c, "in the group");
-    HIAR_CHECK(hiar_hosts_run_whole(comm->gpu->hosts, c, &d->tier));
+    HIAR_CHECK(hiar_hosts_run_whole(comm->gpu->hosts, &own, &d->tier));
     HIAR_MARK(c, "between groups");
     return HIAR_SUCCESS;
 }

@@ -532,7 +532,7 @@ static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hi
 {
     int slot = 0;
     hiar_progress_job_t job = {.link = link, .persistent = capturing, .pieces = pieces};
-    hiar_hosts_job_t k = {.data = c->recvbuf};
+    hiar_hosts_job_t k = {.data = c->recvbuf, .src = c->sendbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */
 
@@ -603,6 +603,8 @@ hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_t
     for (int r = 0; r < h->nrounds; r++) { /* in stream order: a round's kernel reduces what the last one left */
         hiar_call_t round = *c;
         round.divisor = r + 1 < h->nrounds ? 0 : c->divisor; /* HIAR_AVG's division once, in the last round */
+        if (r)
+            round.sendbuf = c->recvbuf; /* what the round before left */
         HIAR_CHECK(run_job(h, &round, r, shard_pieces(c, 1, 0), capturing));
     }
     for (int s = t->local; s < t->nshards && !h->nrounds; s += t->local_size)

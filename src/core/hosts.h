@@ -43,9 +43,12 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
 
 /*
  * The step of c for every shard this rank owns, every chunk of c->plan.chunk
- * (after the reduce-scatter).  It only enqueues, but for a captured call
- * that hands MPI device pointers: that waits (bounded) for its peers to
- * capture theirs, the job's own memory's first exchange.
+ * (after the reduce-scatter), from the rank's own bytes in c->sendbuf (the
+ * group's result: c->recvbuf, or for a rank alone in its group the call's
+ * input, which saves the group's copy) into c->recvbuf; so for every
+ * function here.  It only enqueues, but for a captured call that hands MPI
+ * device pointers: that waits (bounded) for its peers to capture theirs,
+ * the job's own memory's first exchange.
  */
 hiar_result_t hiar_hosts_run(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t);
 

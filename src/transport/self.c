@@ -1,7 +1,9 @@
 /*
  * Device buffers in a group of one rank: nothing to exchange inside the
  * group, so the hierarchical path treats every group alike: reduce-scatter
- * is the copy of the input into the output, all-gather nothing.
+ * is the copy of the input into the output, all-gather nothing (on the
+ * progress engine between hosts not even the copy: the hosts kernel reads
+ * the input, core/hier.c).
  */
 #include "config.h"
 
