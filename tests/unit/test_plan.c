@@ -367,6 +367,22 @@ Test(plan, every_rank_alone)
     cr_expect(hiar_plan_choose(&in).alg == HIAR_ALG_MPI && hiar_plan_choose(&in).via == HIAR_VIA_HOST);
 }
 
+/* From `from` to 1 MB by doubling: the latency path up to `last` (0: never), the three steps on the engine above. */
+static void expect_hosts_ll_to(hiar_plan_input_t *in, size_t from, size_t last, size_t i)
+{
+    for (size_t bytes = from; bytes <= 1 * M; bytes *= 2) {
+        hiar_plan_t got;
+        in->bytes = bytes;
+        got = hiar_plan_choose(in);
+        if (bytes <= last)
+            cr_expect(hiar_plan_equal(got, (hiar_plan_t)HOSTS_LL), "case %zu, %zu bytes: got %s", i, bytes,
+                      hiar_plan_name(got));
+        else
+            cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
+                      "case %zu, %zu bytes: got %s", i, bytes, hiar_plan_name(got));
+    }
+}
+
 /*
  * Groups of several ranks on the progress engine with a link per rank
  * (hosts_whole; groups of one: only in rounds, below): the
@@ -400,17 +416,7 @@ Test(plan, hosts_latency_path)
         in.algo = cases[i].algo;
         in.oneshot_max = cases[i].oneshot_max;
         in.ipc_ll_max = 512 * K;
-        for (size_t bytes = 4 * K; bytes <= 1 * M; bytes *= 2) {
-            hiar_plan_t got;
-            in.bytes = bytes;
-            got = hiar_plan_choose(&in);
-            if (bytes <= cases[i].last)
-                cr_expect(hiar_plan_equal(got, (hiar_plan_t)HOSTS_LL), "case %zu, %zu bytes: got %s", i, bytes,
-                          hiar_plan_name(got));
-            else
-                cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
-                          "case %zu, %zu bytes: got %s", i, bytes, hiar_plan_name(got));
-        }
+        expect_hosts_ll_to(&in, 4 * K, cases[i].last, i);
         in.bytes = 4 * K;
         in.hosts_whole = 0;
         cr_expect(!hiar_plan_equal(hiar_plan_choose(&in), (hiar_plan_t)HOSTS_LL), "case %zu without a link per rank",
@@ -447,17 +453,7 @@ Test(plan, hosts_latency_path_alone)
         in.hosts_alone_extra = cases[i].extra;
         in.algo = cases[i].algo;
         in.ipc_ll_max = 512 * K;
-        for (size_t bytes = 1 * K; bytes <= 1 * M; bytes *= 2) {
-            hiar_plan_t got;
-            in.bytes = bytes;
-            got = hiar_plan_choose(&in);
-            if (bytes <= cases[i].last)
-                cr_expect(hiar_plan_equal(got, (hiar_plan_t)HOSTS_LL), "case %zu, %zu bytes: got %s", i, bytes,
-                          hiar_plan_name(got));
-            else
-                cr_expect(got.alg == HIAR_ALG_HIER && got.via == HIAR_VIA_DEVICE && got.between == HIAR_KERNEL_NONE,
-                          "case %zu, %zu bytes: got %s", i, bytes, hiar_plan_name(got));
-        }
+        expect_hosts_ll_to(&in, 1 * K, cases[i].last, i);
     }
 }
 
