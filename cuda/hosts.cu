@@ -6,8 +6,9 @@
  * memory or, for an MPI that reads the GPU, device memory; then `ready`),
  * and a ring later, before
  * the position takes its next piece, waits for `arrived` and reduces the
- * rank's own piece with the others' in the link's rank order, so every
- * rank gets the same bits, into the piece in place.  With ring / gridDim.x
+ * rank's own piece (at `src`: the output, or the input of a rank alone
+ * in its group) with the others' in the link's rank order, so every rank
+ * gets the same bits, into the output.  With ring / gridDim.x
  * positions per block, a block copies a piece out while its earlier ones
  * are on the wire.
  *

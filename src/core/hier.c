@@ -200,11 +200,13 @@ static int per_host_call_fits(const hiar_comm_t *comm, const hiar_call_t *c)
 static hiar_result_t per_host_call(hiar_comm_t *comm, const hiar_call_t *c)
 {
     const hiar_tier_t *t = &comm->gpu->side.tier;
+    hiar_call_t own = *c;
 
     HIAR_ASSERT(c->nshards == t->nshards);
+    own.sendbuf = own.recvbuf; /* the counterparts' reduce-scatter left the parts in the output (core/hosts.h) */
     HIAR_CHECK(each_owned_shard(comm, c, HIAR_STEP_REDUCE_SCATTER, per_host));
     for (int s = t->local; s < t->nshards; s += t->local_size)
-        HIAR_CHECK(hiar_hosts_run_part(comm->gpu->hosts, c, s, &comm->gpu->between.hosts));
+        HIAR_CHECK(hiar_hosts_run_part(comm->gpu->hosts, &own, s, &comm->gpu->between.hosts));
     return each_owned_shard(comm, c, HIAR_STEP_ALLGATHER, per_host);
 }
 
@@ -212,8 +214,8 @@ static hiar_result_t per_host_call(hiar_comm_t *comm, const hiar_call_t *c)
  * c as the step between hosts takes it (core/hosts.h): the rank's own bytes
  * where its group's step left them, in the output; a rank alone in its
  * group (transport/self.c: that step is a copy of the input) leaves them in
- * the input, which the hosts kernel reads, so a call launches one kernel
- * and copies nothing fewer.
+ * the input, which the hosts kernel reads, so a call enqueues one copy
+ * (a cudaMemcpyAsync of the whole message) fewer.
  */
 static hiar_call_t hosts_call(const hiar_side_t *d, const hiar_call_t *c)
 {
