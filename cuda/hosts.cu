@@ -54,11 +54,12 @@ typedef struct {
  * Phase marks (builds with HIAR_KERNEL_MARKS, as the LL kernels'): block
  * 0's time in each phase, summed over its kernels: waiting for its turn,
  * copying pieces out (hand_over), waiting for the wire (await_piece),
- * reducing what arrived; and each kernel's whole time.  Where a call
- * between hosts spends what --split shows beyond the link column's time
- * (hiar / max(intra, link) 1.45 at 16 MB and 1.29 at 64 MB on one H100,
- * 2026-12-05) is not known; the engine alone moves a shard as fast as MPI
- * does on its own (a CPU experiment, 2026-12-06).
+ * reducing what arrived; and each kernel's whole time.  On one H100
+ * (2026-12-06, 2 simulated hosts of 2, --split, us per call, the ranks'
+ * range) block 0 spent at 16 MB 278-291 copying out, 1534-2670 waiting for
+ * the wire and 441-487 reducing of a 2265-3417 kernel; at 64 MB 740-841,
+ * 3178-3679 and 3165-3306 of 7338-7616: the wire first, then (at 64 MB)
+ * reading what arrived from pinned memory.
  */
 /* Index 0 of the sums: the kernels (hiar_kernel_marks_text's layout). */
 enum { HOSTS_MARK_TURN = 1, HOSTS_MARK_OUT, HOSTS_MARK_WIRE, HOSTS_MARK_REDUCE, HOSTS_MARK_ALL, HOSTS_MARKS };

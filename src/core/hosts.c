@@ -624,11 +624,14 @@ int hiar_hosts_whole_ok(const hiar_hosts_t *h, const hiar_tier_t *t)
 
 int hiar_hosts_alone_extra(const hiar_hosts_t *h)
 {
-    int n = h->whole >= 0 ? h->port.size(h->port.ctx, h->whole) : 0, extra = n - 1;
+    int extra;
 
+    if (!h->nrounds || h->whole < 0)
+        return 0;
+    extra = h->port.size(h->port.ctx, h->whole) - 1;
     for (int r = 0; r < h->nrounds; r++)
         extra -= h->port.size(h->port.ctx, r) - 1;
-    return h->nrounds && h->whole >= 0 ? extra : 0;
+    return extra;
 }
 
 hiar_result_t hiar_hosts_run_whole(hiar_hosts_t *h, const hiar_call_t *c, const hiar_tier_t *t)
