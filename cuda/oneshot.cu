@@ -189,9 +189,9 @@ cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_ca
         host = host || h->between[k].host_memory;
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         typedef decltype(tag) T;
-        /* One format for the group and every set of counterparts: flagged where any of their memory is host
-         * memory (tagged packets rely on whole 16-byte stores, which only host memory gives; ll.cuh). */
-        return ll_format<T, ll_flagged>(host, hiar_call_bytes(c) >= LL_DATA_ONLY_MIN,
+        /* One format for the group and every set of counterparts: tagged where any of their memory is host
+         * memory (its readers over device memory still write the sentinel back: ll_writes_back). */
+        return ll_format<T>(host, hiar_call_bytes(c) >= LL_DATA_ONLY_MIN,
                             [&](auto f) { return launch_hier_ll<T, decltype(f)>(h, c, max_blocks); });
     });
 }
@@ -377,7 +377,9 @@ int hiar_ipc_oneshot_per_sm(int ll)
                 [](auto t) { return hier_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
             int host = fewest_per_sm(
                 [](auto t) { return oneshot_ll<decltype(t), typename ll_host<decltype(t)>::type, O::value>; });
-            for (int n : {flagged, large, hier, hier_large, host})
+            int hier_host = fewest_per_sm(
+                [](auto t) { return hier_ll<decltype(t), typename ll_host<decltype(t)>::type, O::value>; });
+            for (int n : {flagged, large, hier, hier_large, host, hier_host})
                 fewest = n < fewest ? n : fewest;
             return cudaSuccess;
         });
