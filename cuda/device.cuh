@@ -181,7 +181,6 @@ template <typename T, int W> struct unit_acc {
 template <int W> struct unit_bits;
 template <> struct unit_bits<4> { typedef uint32_t type; };
 template <> struct unit_bits<8> { typedef uint2 type; };
-template <> struct unit_bits<12> { typedef uint3 type; }; /* LL's tagged packets (ll.cuh): three words */
 template <> struct unit_bits<16> { typedef uint4 type; };
 
 /* Copies `bytes` (a multiple of esize, <= W) between unit buffers element by element. */
@@ -202,7 +201,7 @@ template <int W>
 __device__ __forceinline__ typename unit_bits<W>::type load_unit(const char *base, size_t off,
                                                                  size_t bytes, int esize)
 {
-    if (off + W <= bytes && ((uintptr_t)(base + off) % alignof(typename unit_bits<W>::type)) == 0)
+    if (off + W <= bytes && ((uintptr_t)(base + off) % W) == 0)
         return *reinterpret_cast<const typename unit_bits<W>::type *>(base + off);
     /* Declared here, not above: u's address is taken, so it lives in local memory, and its zeroing
      * went before the branch, a 16-byte local store per unit on the full-unit path too. */
@@ -216,7 +215,7 @@ template <int W>
 __device__ __forceinline__ void store_unit(char *base, size_t off, size_t bytes, int esize,
                                            const typename unit_bits<W>::type &u)
 {
-    if (off + W <= bytes && ((uintptr_t)(base + off) % alignof(typename unit_bits<W>::type)) == 0) {
+    if (off + W <= bytes && ((uintptr_t)(base + off) % W) == 0) {
         *reinterpret_cast<typename unit_bits<W>::type *>(base + off) = u;
         return;
     }

@@ -211,6 +211,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     if (clustered)
         cluster_arrive(false);
     mark(a, HIAR_MARK_BEGUN);
+    const uint32_t parity = e & 1;
     /* 32-bit indices: the call fits the packet area (HIAR_IPC_LL_MAX_BYTES); 64-bit ones spilled registers. */
     const unsigned ppr = (unsigned)(nm.row_bytes / F::DATA), per_wave = gridDim.x / slices;
     const unsigned lo = ppr * (blockIdx.x % slices) / slices, hi = ppr * (blockIdx.x % slices + 1) / slices;
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     for (unsigned row = blockIdx.x / slices; ok && row < rows; row += per_wave)
         for (unsigned k = lo + threadIdx.x; k < hi; k += blockDim.x) {
             unsigned i = row * ppr + k;
-            ll_push<F>(a, e, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize)));
+            ll_push(a, parity, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize))));
         }
     mark(a, HIAR_MARK_PUSHED);
     for (unsigned row = blockIdx.x / slices; row < rows; row += per_wave) {
@@ -238,7 +239,7 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
             unit_acc<T, F::DATA> acc;
             if (single)
                 wk.load(nm, k);
-            ok = ll_gather<T, F>(a, e, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize)),
+            ok = ll_gather<T, F>(a, parity, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, nm.esize)),
                                  HIAR_SUM, acc, w);
             acc.store(&s, 1);
             sumsq += norm_residual<T, F::DATA>(nm, row, k, s, old);
@@ -438,10 +439,10 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
          * graphs, data only against flagged: 2 ranks 4.54-4.56 against 4.66-4.67 us at 1 x 4096, 4.76
          * against 5.00-5.02 at 4 x 4096, 5.12-5.13 against 5.41 at 1 x 8192; 4 ranks slower, 6.68-6.70
          * against 6.42 at 1 x 4096, 7.48-7.49 against 7.27-7.28 at 4 x 8192. */
-        /* Over pinned host memory flagged packets (a row is whole packets of 8 bytes, not of 12: no tagged ones). */
         if (c->plan.kernel == HIAR_KERNEL_LL)
-            return ll_format<T, ll_flagged>(a->host_memory, hiar_call_bytes(c) >= LL_DATA_ONLY_MIN || a->n == 2,
-                                              [&](auto f) { return launch_fused<T, W, decltype(f)>(a, c, nm); });
+            return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN || a->n == 2
+                       ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)
+                       : launch_fused<T, W, ll_flagged>(a, c, nm);
         const rows_slot L = rows_slot_of(rows, nm.row_bytes, a->n); /* the rows kernel's layout only */
         return hiar_ipc_launch(a, twoshot_norm<T, W>, (unsigned)(L.per < a->max_blocks ? L.per : a->max_blocks),
                                norm_threads(L.stride / HIAR_UNIT),

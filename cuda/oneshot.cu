@@ -7,19 +7,19 @@
  * Purpose: lowest latency.  Every rank pushes its input to every peer in
  * 16-byte packets that carry their own readiness, so data and flag travel in
  * one store and no barrier is needed; each rank then reduces all inputs in
- * rank order (same bits everywhere).  Packet formats (ll.cuh):
- * - data only (float types, from LL_DATA_ONLY_MIN bytes over device
- *   memory): 16 data bytes, ready when no element is the sentinel (all
- *   bits set, a NaN), which the reader writes back; inputs with exactly
- *   those bits are sent as the NaN one bit below, on every rank, the own
- *   input included, so results stay bit-identical;
+ * rank order (same bits everywhere).  Packet buffers hold a sentinel (all
+ * bits set) wherever no packet is pending: a reader waits until a packet is
+ * free of it, then writes the sentinel back.  Two packet formats:
+ * - data only (float types, from LL_DATA_ONLY_MIN bytes, LL_DATA_ONLY_MIN_HOST
+ *   over pinned host memory: ll.cuh): 16 data bytes,
+ *   ready when no element is the sentinel, a NaN; inputs with exactly those
+ *   bits are sent as the NaN one bit below, on every rank, the own input
+ *   included, so results stay bit-identical;
  * - flagged (integer types, where every bit pattern is a value, and small
- *   messages): {data, tag, data, tag}, ready when both words are the
- *   call's tag; twice the bytes on the wire;
- * - tagged (over pinned host memory, types of 1-4 bytes): {data x 3, tag},
- *   and nothing written back, which over PCIe cost as much as the data.
+ *   messages): {data, 0, data, 0}, ready when neither flag word is the
+ *   sentinel; twice the bytes on the wire.
  * The epoch's parity picks one of two packet buffers: a peer writes a buffer
- * again only in call e+2, after this rank's kernel e, write-backs included,
+ * again only in call e+2, after this rank's kernel e, sentinels included,
  * has completed (ipc.h).
  * Requires: bytes <= HIAR_IPC_LL_MAX_BYTES.
  *
@@ -61,26 +61,43 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     if (comm_failed(a.failed))
         return;
     mark(a, HIAR_MARK_BEGUN);
+    const uint32_t parity = e & 1;
     const size_t packets = (bytes + F::DATA - 1) / F::DATA, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     hiar_waiter w = waiter_begin(a);
     typename F::data mine = {};
     bool ok = true;
 
-    /* Push everything first.  A thread's first packet (in most calls its
-     * only one) stays in registers for the reduction, which then loads
-     * nothing of its own after the wait (no difference measured on 2 H200,
-     * in CUDA graphs). */
+    /* Push everything first, to the peers in rotated order to spread traffic.
+     * A thread's first packet (in most calls its only one) stays in registers
+     * for the reduction, which then loads nothing of its own after the wait
+     * (no difference measured on 2 H200, in CUDA graphs). */
     for (size_t i = first; i < packets; i += stride) {
         typename F::data d = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
         mine = i == first ? d : mine;
-        ll_push<F>(a, e, i, d);
+        for (int k = 1; k < a.n; k++)
+            ll_store(ll_area(a, a.base[(a.me + k) % a.n], parity, a.me) + i, F::pack(d));
     }
     mark(a, HIAR_MARK_PUSHED);
     for (size_t i = first; i < packets && ok; i += stride) {
         unit_acc<T, F::DATA> acc;
-        ok = ll_gather<T, F>(a, e, i, i == first ? mine : F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize)),
-                             OP, acc, w);
+        for (int p = 0; p < a.n && ok; p++) {
+            typename F::data d;
+            if (p == a.me) {
+                d = i == first ? mine : F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
+            } else {
+                uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
+                uint4 v = ll_load(src);
+                while (!F::ready(v) && (ok = waiter_poll(w)))
+                    v = ll_load(src);
+                ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
+                d = F::unpack(v);
+            }
+            if (p == 0)
+                acc.load(&d);
+            else
+                acc.fold(OP, &d);
+        }
         if (ok) {
             typename F::data r;
             release_next_kernel(); /* every peer's packet i arrived: see device.cuh */
@@ -139,19 +156,19 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     for (int k = 0; k < h.nbetween; k++)
         eb[k] = k == 0 ? e0 : next_epoch(h.between[k]);
     for (size_t i = first; grouped && i < packets; i += stride)
-        ll_push<F>(h.group, eg, i, F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize)));
+        ll_push(h.group, eg & 1, i, F::pack(F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize))));
     for (size_t i = first; i < packets && ok; i += stride) {
         typename F::data mine = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize)), g;
         unit_acc<T, F::DATA> acc;
         if (grouped) {
-            ok = ll_gather<T, F>(h.group, eg, i, mine, OP, acc, wg);
+            ok = ll_gather<T, F>(h.group, eg & 1, i, mine, OP, acc, wg);
             acc.store(&g, 1);
             mine = F::own(g);
         }
         for (int k = 0; k < h.nbetween; k++)
-            ll_push<F>(h.between[k], eb[k], i, mine);
+            ll_push(h.between[k], eb[k] & 1, i, F::pack(mine));
         for (int k = 0; k < h.nbetween && ok; k++)
-            ok = ll_gather<T, F>(h.between[k], eb[k], i, mine, OP, acc, wb);
+            ok = ll_gather<T, F>(h.between[k], eb[k] & 1, i, mine, OP, acc, wb);
         if (ok) {
             typename F::data r;
             release_next_kernel();
@@ -183,16 +200,12 @@ cudaError_t hiar_ipc_launch_hier_ll(const hiar_ipc_hier_args_t *h, const hiar_ca
 {
     unsigned max_blocks = h->ll_blocks < HIAR_IPC_ONESHOT_BLOCKS ? h->ll_blocks : HIAR_IPC_ONESHOT_BLOCKS;
 
-    bool host = h->group.n > 1 && h->group.host_memory;
-
-    for (int k = 0; k < h->nbetween; k++)
-        host = host || h->between[k].host_memory;
     return hiar_dispatch_dtype(c->dtype, [&](auto tag) {
         typedef decltype(tag) T;
-        /* One format for the group and every set of counterparts: tagged where any of their memory is host
-         * memory (its readers over device memory still write the sentinel back: ll_writes_back). */
-        return ll_format<T>(host, hiar_call_bytes(c) >= LL_DATA_ONLY_MIN,
-                            [&](auto f) { return launch_hier_ll<T, decltype(f)>(h, c, max_blocks); });
+        /* One format for the group and every set of counterparts, whose memory may differ: device memory's. */
+        return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN
+                   ? launch_hier_ll<T, typename ll_large<T>::type>(h, c, max_blocks)
+                   : launch_hier_ll<T, ll_flagged>(h, c, max_blocks);
     });
 }
 
@@ -336,9 +349,9 @@ template <typename T>
 static cudaError_t launch(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                           hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    return ll_format<T>(a->host_memory, bytes >= LL_DATA_ONLY_MIN, [&](auto f) {
-        return launch_ll<T, decltype(f)>(a, in, out, bytes, esize, op, divisor, stream);
-    });
+    return ll_takes_data_only(*a, bytes)
+               ? launch_ll<T, typename ll_large<T>::type>(a, in, out, bytes, esize, op, divisor, stream)
+               : launch_ll<T, ll_flagged>(a, in, out, bytes, esize, op, divisor, stream);
 }
 
 cudaError_t hiar_ipc_launch_oneshot(const hiar_ipc_args_t *a, const hiar_call_t *c, hiar_kernel_t kernel)
@@ -375,12 +388,10 @@ int hiar_ipc_oneshot_per_sm(int ll)
             int hier = fewest_per_sm([](auto t) { return hier_ll<decltype(t), ll_flagged, O::value>; });
             int hier_large = fewest_per_sm(
                 [](auto t) { return hier_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
-            int host = fewest_per_sm(
-                [](auto t) { return oneshot_ll<decltype(t), typename ll_host<decltype(t)>::type, O::value>; });
-            int hier_host = fewest_per_sm(
-                [](auto t) { return hier_ll<decltype(t), typename ll_host<decltype(t)>::type, O::value>; });
-            for (int n : {flagged, large, hier, hier_large, host, hier_host})
-                fewest = n < fewest ? n : fewest;
+            fewest = flagged < fewest ? flagged : fewest;
+            fewest = large < fewest ? large : fewest;
+            fewest = hier < fewest ? hier : fewest;
+            fewest = hier_large < fewest ? hier_large : fewest;
             return cudaSuccess;
         });
     return fewest;

@@ -67,16 +67,17 @@
 /* Largest LL message through pinned host memory when HIAR_ONESHOT_MAX is 0:
  * every packet is polled over PCIe.  In flagged packets, on one H200, 2
  * ranks, bf16, eager LL / push: 16 KB 7.1 / 7.2 us, 64 KB 16.0 / 10.3, 256
- * KB 28.7 / 25.6; in CUDA graphs 64 KB 15.0 / 9.9.  In data-only packets
- * from 8 KB (half the bytes; since 2026-12-06 tagged ones, cuda/ll.cuh
- * ll_tagged), on one H100, 2 ranks under MPS, two rounds, LL / push eager
- * 32 KB 7.12-7.18 / 8.52-8.56, 64 KB 9.34-9.56 / 10.52-10.54, 128 KB
- * 15.7-16.0 / 15.5; in graphs 64 KB 8.54-8.73 / 10.03-10.11, 128 KB 15.0 /
- * 14.8-15.0.  So 64 KB for one group's plain kernel of 2 ranks on float
- * types (integer types were flagged then; more ranks, the fused norm and
- * the counterparts' step unmeasured: 16 KB); the kernel over groups keeps
- * one format for the group and the counterparts (flagged where any of them
- * is over host memory). */
+ * KB 28.7 / 25.6; in CUDA graphs 64 KB 15.0 / 9.9.  A group's own kernel
+ * takes data-only packets from 8 KB there (cuda/ll.cuh
+ * LL_DATA_ONLY_MIN_HOST), half the bytes: on one H100, 2 ranks under MPS,
+ * two rounds, LL / push eager 32 KB 7.12-7.18 / 8.52-8.56, 64 KB 9.34-9.56 /
+ * 10.52-10.54, 128 KB 15.7-16.0 / 15.5; in graphs 64 KB 8.54-8.73 /
+ * 10.03-10.11, 128 KB 15.0 / 14.8-15.0.  So 64 KB for one group's plain
+ * kernel of 2 ranks on float types (integer types have no data-only
+ * packets; more ranks, the fused norm and the counterparts' step
+ * unmeasured: 16 KB, sets of 2 counterparts in data-only packets from 8 KB
+ * as a group of 2); the kernel over groups keeps one format for the group
+ * and the counterparts (device memory's). */
 #define HIAR_PINNED_LL_MAX (16 * 1024)
 #define HIAR_PINNED_GROUP_LL_MAX (64 * 1024)
 /* Largest push one-shot message for more than 2 ranks: one-shot moves
