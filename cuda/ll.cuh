@@ -94,9 +94,10 @@ template <int S> struct ll_data_only {
  * write-back saved.  (A build that skipped the write-back with data-only
  * packets took 5.40 at 64 KB, but its readers took the packets of the call
  * before for this call's, which carried the same data, without waiting:
- * not a bound.)  A 100 ns sleep between polls of host memory: 8.27 against
- * 8.67 at 64 KB, 4.04 / 4.62 / 5.83 at 8-32 KB (eager 9.09 against 9.00);
- * 128-thread blocks at 64 KB instead of 32-thread ones: 8.66.
+ * not a bound.)  Within the noise, one run each: a 100 ns sleep between
+ * polls of host memory, 4.04 / 4.62 / 5.83 / 8.27 (eager 64 KB 9.09 against
+ * 9.00); 128-thread blocks at 64 KB instead of 32-thread ones, 8.66 (the
+ * unchanged kernel took 3.65 / 4.29 / 5.96 / 8.52 in a later run).
  */
 #define LL_DATA_ONLY_MIN_HOST (8 * 1024)
 
