@@ -14,10 +14,10 @@ index 5c59e95..cbe7957 100644
 -     * A thread's first packet (in most calls its only one) stays in registers
 -     * for the reduction, which then loads nothing of its own after the wait
 -     * (no difference measured on 2 H200, in CUDA graphs). */
-+    /* Push everything first.  A thread's first packet (in most calls its
-+     * only one) stays in registers for the reduction, which then loads
-+     * nothing of its own after the wait (no difference measured on 2 H200,
-+     * in CUDA graphs). */
++    /* Push everything first, to the peers in rotated order to spread traffic.
++     * A thread's first packet (in most calls its only one) stays in registers
++     * for the reduction, which then loads nothing of its own after the wait
++     * (no difference measured on 2 H200, in CUDA graphs). */
      for (size_t i = first; i < packets; i += stride) {
          typename F::data d = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
          mine = i == first ? d : mine;
