@@ -90,11 +90,11 @@ template <int S> struct ll_data_only {
  * nothing writes back (the write-back of the sentinel crosses PCIe too):
  * 4.26 / 4.87 / 6.30 / 9.48 against data only's 4.19 / 4.78 / 6.09 / 8.67
  * in one run and 3.65 / 4.29 / 5.96 / 8.52 in a later one of that machine
- * start; eager 64 KB 11.23 against 9.00-9.27.  A third more packets cost more than the
- * write-back saved.  (A build that skipped the write-back with data-only
- * packets took 5.40 at 64 KB, but its readers took the packets of the call
- * before for this call's, which carried the same data, without waiting:
- * not a bound.)  Within the noise, one run each: a 100 ns sleep between
+ * start; eager 64 KB 11.23 against 9.00-9.27.  A third more packets cost
+ * more than the write-back saved.  (A build that skipped the write-back
+ * with data-only packets took 5.40 at 64 KB, but its readers took the
+ * packets of the call before last for this call's, which carried the same
+ * data, without waiting: not a bound.)  Within the noise, one run each: a 100 ns sleep between
  * polls of host memory, 4.04 / 4.62 / 5.83 / 8.27 (eager 64 KB 9.09 against
  * 9.00); 128-thread blocks at 64 KB instead of 32-thread ones, 8.66 (the
  * unchanged kernel's two runs above differ by as much).
