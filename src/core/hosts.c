@@ -381,12 +381,10 @@ hiar_result_t hiar_hosts_setup(MPI_Comm mpi, const hiar_tier_t *t, const hiar_ho
                  no ? no : rc != HIAR_SUCCESS ? "it could not be set up on this rank" : "another rank could not set it up");
         return HIAR_SUCCESS;
     }
-    snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)%s",
+    snprintf(why, why_size, "asynchronous: a progress thread runs MPI, kernels reduce (%s)%s%s",
              h->device_pointers ? "MPI on device memory" : "through pinned host memory",
-             !h->nrounds           ? ""
-             : hiar_hosts_alone_extra(h) ? "; every rank alone: in rounds over the prime factors of the ranks, or one "
-                                           "exchange with every rank (the latency path)"
-                                         : "; every rank alone: in rounds over the prime factors of the ranks");
+             h->nrounds ? "; every rank alone: in rounds over the prime factors of the ranks" : "",
+             hiar_hosts_alone_extra(h) ? ", or one exchange with every rank (the latency path)" : "");
     *out = h;
     return HIAR_SUCCESS;
 }
