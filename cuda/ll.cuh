@@ -126,6 +126,36 @@ __device__ __forceinline__ uint4 *ll_area(const hiar_ipc_args_t &a, char *base, 
                                      ((size_t)parity * a.n + sender) * HIAR_IPC_LL_AREA_BYTES);
 }
 
+/*
+ * The wait of a warp for its packets at src (v: each lane's first read) in
+ * one lane's poll: until every active lane's packet is ready, the highest
+ * pending lane polls alone, then the others read theirs again.  Over pinned
+ * host memory a poll of a whole warp reads 512 bytes across PCIe, and the
+ * warps of a large message polling at once crowd the link the data crosses
+ * (oneshot.cu, LL_LONE_POLL_MIN_HOST).  Every lane still checks its own
+ * packet; the lone poll only decides when the warp reads again.  false: gave
+ * up (every lane alike).
+ */
+template <typename F> __device__ __forceinline__ bool ll_wait_warp(const uint4 *src, uint4 &v, hiar_waiter &w)
+{
+    const unsigned m = __activemask();
+    unsigned pending = __ballot_sync(m, !F::ready(v));
+
+    while (pending) {
+        const int leader = 31 - __clz(pending);
+        int ok = 1;
+        if ((int)(threadIdx.x & 31) == leader)
+            while (!F::ready(v) && (ok = waiter_poll(w)))
+                v = ll_load(src);
+        if (!__shfl_sync(m, ok, leader))
+            return false;
+        if (!F::ready(v))
+            v = ll_load(src);
+        pending = __ballot_sync(m, !F::ready(v));
+    }
+    return true;
+}
+
 /* Packet i of every peer of `a` (own: mine), reduced in rank order into acc; false: gave up. */
 template <typename T, typename F>
 __device__ __forceinline__ bool ll_gather(const hiar_ipc_args_t &a, uint32_t parity, size_t i, typename F::data mine,

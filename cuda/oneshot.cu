@@ -38,6 +38,8 @@
  * peer signalled piece i + PUSH_RING - 2, i.e. had reduced piece i; across
  * calls the slot parity rule of ipc.h holds as for push, readers for writers.
  */
+#include <type_traits>
+
 #include "ll.cuh"
 
 /*
@@ -52,7 +54,8 @@
 #define LL_THREADS 128
 #define LL_SPREAD_PACKETS 2048
 
-template <typename T, typename F, int OP>
+/* LONE: a warp waits in one lane's poll (ll_wait_warp; launch_ll says where). */
+template <typename T, typename F, int OP, bool LONE = false>
 __global__ void __launch_bounds__(HIAR_THREADS)
     oneshot_ll(hiar_ipc_args_t a, const char *in, char *out, size_t bytes, int esize, int divisor)
 {
@@ -88,7 +91,9 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             } else {
                 uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
                 uint4 v = ll_load(src);
-                while (!F::ready(v) && (ok = waiter_poll(w)))
+                if (LONE)
+                    ok = ll_wait_warp<F>(src, v, w);
+                while ((!LONE || ok) && !F::ready(v) && (ok = waiter_poll(w)))
                     v = ll_load(src);
                 ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
                 d = F::unpack(v);
@@ -332,16 +337,51 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
                            (char *)out, bytes, esize, (int)op, divisor, piece);
 }
 
+/*
+ * Over pinned host memory, 2 ranks, from this size, in CUDA graphs, a warp
+ * waits for its peer's packets in one lane's poll (ll_wait_warp).  A lone
+ * poll adds a round trip after the packets land (the other lanes read
+ * again); what it saves is the polls of whole warps, 512 bytes each across
+ * PCIe, which crowd the link while a large message's packets and
+ * write-backs cross it: so only for large messages, and only in graphs,
+ * where the ranks' kernels start together.  Measured on one H100, 2 ranks
+ * under MPS (HIAR_PINNED=1), bf16, us, every lane polling / one lane, in
+ * two machine starts of 2026-12-06 (this VM's times moved by a microsecond
+ * between them):
+ * - start 1, graphs, two rounds: 64 KB 8.64, 8.61 / 7.74, 7.35 (every lane
+ *   8.30-8.52 in six more runs), 32 KB 5.98, 5.86 / 5.95, 6.32, 16 KB
+ *   4.66, 4.53 / 5.56, 5.72, 1-8 KB 3.31-3.62 / 4.39-5.32; eager 64 KB
+ *   9.45, 9.16 / 9.91, 9.90 (8.92-9.51 in six more), and slower at every
+ *   smaller size; every lane polling 3 more times before the lone poll:
+ *   8.77 and 9.89 at 64 KB in graphs;
+ * - start 2, graphs, one lone poll from 64 KB against from 32 KB, two
+ *   rounds: 32 KB 6.18, 6.16 / 6.57, 6.29, 40 KB 7.03, 6.84 / 6.70, 6.84,
+ *   48 KB 8.08, 7.79 / 7.33, 7.44, 56 KB 8.59, 8.56 / 8.26, 8.26; the
+ *   kernel before (every lane) at 64 KB 9.69, 9.58, 9.58 against 8.64,
+ *   8.97, 8.76 with the lone poll (and 8.60-8.82 in three more).
+ */
+#define LL_LONE_POLL_MIN_HOST (40 * 1024)
+
 template <typename T, typename F>
 static cudaError_t launch_ll(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                              hiar_op_t op, int divisor, cudaStream_t stream)
 {
+    /* Data-only packets only (the sizes it serves take them): a kernel the less for every other format. */
+    constexpr bool can_lone = !std::is_same<F, ll_flagged>::value;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     unsigned blocks, threads;
 
+    if (can_lone && a->host_memory && a->n == 2 && bytes >= LL_LONE_POLL_MIN_HOST) {
+        cudaError_t err = cudaStreamIsCapturing(stream, &capture);
+        if (err != cudaSuccess)
+            return err;
+    }
     ll_grid((bytes + F::DATA - 1) / F::DATA, a->ll_blocks, &blocks, &threads);
     return hiar_dispatch_op(op, [&](auto o) {
-        return hiar_ipc_launch(a, oneshot_ll<T, F, decltype(o)::value>, blocks, threads, stream, *a,
-                               (const char *)in, (char *)out, bytes, esize, divisor);
+        auto kernel = capture != cudaStreamCaptureStatusNone ? oneshot_ll<T, F, decltype(o)::value, can_lone>
+                                                             : oneshot_ll<T, F, decltype(o)::value, false>;
+        return hiar_ipc_launch(a, kernel, blocks, threads, stream, *a, (const char *)in, (char *)out, bytes,
+                               esize, divisor);
     });
 }
 
@@ -385,11 +425,16 @@ int hiar_ipc_oneshot_per_sm(int ll)
             int flagged = fewest_per_sm([](auto t) { return oneshot_ll<decltype(t), ll_flagged, O::value>; });
             int large = fewest_per_sm(
                 [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
+            int lone = fewest_per_sm([](auto t) {
+                typedef typename ll_large<decltype(t)>::type F;
+                return oneshot_ll<decltype(t), F, O::value, !std::is_same<F, ll_flagged>::value>;
+            });
             int hier = fewest_per_sm([](auto t) { return hier_ll<decltype(t), ll_flagged, O::value>; });
             int hier_large = fewest_per_sm(
                 [](auto t) { return hier_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
             fewest = flagged < fewest ? flagged : fewest;
             fewest = large < fewest ? large : fewest;
+            fewest = lone < fewest ? lone : fewest;
             fewest = hier < fewest ? hier : fewest;
             fewest = hier_large < fewest ? hier_large : fewest;
             return cudaSuccess;

@@ -1110,6 +1110,7 @@ int main(int argc, char **argv)
      * hosts exchanging over MPI on the progress thread: kernels only, capturable.  A step between
      * groups that fell back to the blocking MPI path would fail here, as it should. */
     graph(comm, HIAR_FLOAT32, 1000);
+    graph(comm, HIAR_BFLOAT16, 32768); /* 64 KB: over pinned host memory LL's largest, with the lone poll (oneshot.cu) */
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);
     graph(comm, HIAR_BFLOAT16, 12 << 20);
