@@ -113,6 +113,14 @@ __device__ __forceinline__ piece_t piece_of(const hiar_hosts_job_t &j, int i)
             j.flags + q * HIAR_HOSTS_FLAGS_BYTES / sizeof(uint32_t), bytes};
 }
 
+/*
+ * 4 units in flight a thread, though the kernel spills at its 64-register
+ * cap (192/128 bytes of spill stores/loads for bf16): 2 in flight, which
+ * spill less, took as long or longer (one H100, 4 ranks as 2 simulated
+ * hosts of 2, `--split`, bf16, 2026-12-06, two rounds, hiar's us at 16 /
+ * 64 / 256 MB: 4 in flight 2087, 7112, 30119 and 2202, 7483, 26205; 2 in
+ * flight 2479, 7493, 29798 and 2159, 7397, 28337).
+ */
 template <typename T>
 __device__ __forceinline__ void reduce_piece(const hiar_hosts_job_t &j, const piece_t &p, int op, int divisor)
 {

@@ -62,7 +62,15 @@
  * against 6.43 at 4 ranks, 1 x 4096, 7.56 against 7.02 at 4 ranks, 1 x
  * 8192, 5.99 against 5.73 at 2 ranks, 16 x 8192; with it, slices of 256
  * packets won at 1-4 tokens x 8192 (5.08 against 5.39 at 2 ranks, 7.17
- * against 7.56 at 4) and lost at 16-32 tokens x 8192 and at 4096.
+ * against 7.56 at 4) and lost at 16-32 tokens x 8192 and at 4096.  One
+ * barrier instead of three after the gather (the outcome ANDed in the sum
+ * of squares' barrier, and no barrier to free its shared words after a
+ * block's last row; one H100, 2026-12-06, two rounds, us, this kernel /
+ * that): 2 ranks 1 x 4096 4.13, 4.14 / 4.30, 4.32, 16 x 4096 4.36, 4.38 /
+ * 4.76, 4.76, 16 x 8192 5.35, 5.35 / 5.62, 5.63; 4 ranks 1 x 4096 5.91,
+ * 5.89 / 6.17, 6.16, 1 x 8192 6.05, 6.03 / 6.35, 6.34: slower everywhere,
+ * not understood (the kernel's registers or the order of its loads may
+ * have changed with it).
  *
  * By rows (larger calls, in place of the push or two-shot kernel; pull,
  * chosen where posted writes are slow, stays unfused), one launch: rows
@@ -438,7 +446,9 @@ cudaError_t hiar_ipc_launch_norm(const hiar_ipc_args_t *a, const hiar_call_t *c)
          * packets: without clusters 1 token x 4096 is one slice, no trade).  On one H200 under MPS, bf16, decode steps in CUDA
          * graphs, data only against flagged: 2 ranks 4.54-4.56 against 4.66-4.67 us at 1 x 4096, 4.76
          * against 5.00-5.02 at 4 x 4096, 5.12-5.13 against 5.41 at 1 x 8192; 4 ranks slower, 6.68-6.70
-         * against 6.42 at 1 x 4096, 7.48-7.49 against 7.27-7.28 at 4 x 8192. */
+         * against 6.42 at 1 x 4096, 7.48-7.49 against 7.27-7.28 at 4 x 8192; and still with clusters (one
+         * H100, 2026-12-06, two rounds, 4 ranks, flagged / data only): 1 x 4096 5.89, 5.87 / 6.60, 6.61,
+         * 4 x 4096 6.48, 6.46 / 6.98, 6.98, 1 x 8192 6.02, 6.01 / 6.58, 6.59 (16-32 tokens the same). */
         if (c->plan.kernel == HIAR_KERNEL_LL)
             return hiar_call_bytes(c) >= LL_DATA_ONLY_MIN || a->n == 2
                        ? launch_fused<T, W, typename ll_large<T>::type>(a, c, nm)

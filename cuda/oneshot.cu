@@ -74,7 +74,13 @@ __global__ void __launch_bounds__(HIAR_THREADS)
     /* Push everything first, to the peers in rotated order to spread traffic.
      * A thread's first packet (in most calls its only one) stays in registers
      * for the reduction, which then loads nothing of its own after the wait
-     * (no difference measured on 2 H200, in CUDA graphs). */
+     * (no difference measured on 2 H200, in CUDA graphs).  Not ll.cuh's
+     * ll_push and ll_gather, which the kernels with more steps share: with
+     * them (the own packet then loaded before the wait) the kernel took
+     * longer, one H100, bf16, graphs, 2026-12-06, two rounds, us at 128 /
+     * 256 / 512 KB: 2 ranks 2.59-2.60 / 2.92 / 3.44-3.45 against 2.52 /
+     * 2.77-2.79 / 3.17, 4 ranks at 64 / 128 / 256 KB 3.95-3.97 / 4.67 /
+     * 5.42-5.44 against 3.73-3.81 / 4.22-4.30 / 4.68-4.72. */
     for (size_t i = first; i < packets; i += stride) {
         typename F::data d = F::own(load_unit<F::DATA>(in, i * F::DATA, bytes, esize));
         mine = i == first ? d : mine;
@@ -358,7 +364,11 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  *   rounds: 32 KB 6.18, 6.16 / 6.57, 6.29, 40 KB 7.03, 6.84 / 6.70, 6.84,
  *   48 KB 8.08, 7.79 / 7.33, 7.44, 56 KB 8.59, 8.56 / 8.26, 8.26; the
  *   kernel before (every lane) at 64 KB 9.69, 9.58, 9.58 against 8.64,
- *   8.97, 8.76 with the lone poll (and 8.60-8.82 in three more).
+ *   8.97, 8.76 with the lone poll (and 8.60-8.82 in three more);
+ * - start 3, this form (a kernel of its own, so the others' code is the
+ *   same as before), graphs, three rounds: 48 KB 7.59-7.82 / 7.04-7.25,
+ *   64 KB 9.24-9.38 / 8.48-8.69; over device memory (no lone poll) 1 KB-
+ *   512 KB on 2 and 4 ranks within 0.1 of the build before.
  */
 #define LL_LONE_POLL_MIN_HOST (40 * 1024)
 
