@@ -1,33 +1,5 @@
 # Issue 16: the 8-byte write-back (wb8-lone.sh) wherever the packets are in pinned host memory, eager calls
 # included (a branch on a.host_memory in the plain LL kernel: its device-memory code may change with it).
-patch -s -p1 <<'DIFF'
---- a/cuda/ll.cuh
-+++ b/cuda/ll.cuh
-@@ -31,6 +31,12 @@
- 
- #define LL_SENTINEL 0xffffffffu
- 
-+/* The first 8 bytes of a packet: enough to mark it pending again (ll_pending8). */
-+__device__ __forceinline__ void ll_store8(uint4 *dst, uint2 v)
-+{
-+    asm volatile("st.volatile.global.v2.u32 [%0], {%1,%2};" ::"l"(dst), "r"(v.x), "r"(v.y) : "memory");
-+}
-+
- /* Integer types, and messages below LL_DATA_ONLY_MIN: 8 data bytes and two flag words per packet. */
- struct ll_flagged {
-     enum { DATA = 8 };
---- a/cuda/oneshot.cu
-+++ b/cuda/oneshot.cu
-@@ -101,7 +101,10 @@
-                     ok = ll_wait_warp<F>(src, v, w);
-                 while ((!LONE || ok) && !F::ready(v) && (ok = waiter_poll(w)))
-                     v = ll_load(src);
--                ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
-+                if (a.host_memory)
-+                    ll_store8(src, make_uint2(LL_SENTINEL, LL_SENTINEL));
-+                else
-+                    ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
-                 d = F::unpack(v);
-             }
-             if (p == 0)
-DIFF
+bash "$(dirname "${BASH_SOURCE[0]}")/wb8-lone.sh"
+sed -i '/^                if (LONE)$/{N;s/if (LONE)\n\( *ll_store8\)/if (a.host_memory)\n\1/}' cuda/oneshot.cu
+grep -q -A1 'if (a.host_memory)$' cuda/oneshot.cu
