@@ -70,7 +70,15 @@
  * 4.76, 4.76, 16 x 8192 5.35, 5.35 / 5.62, 5.63; 4 ranks 1 x 4096 5.91,
  * 5.89 / 6.17, 6.16, 1 x 8192 6.05, 6.03 / 6.35, 6.34: slower everywhere,
  * not understood (the kernel's registers or the order of its loads may
- * have changed with it).
+ * have changed with it).  A thread's pushed packet kept in registers for
+ * its gather, as the plain LL kernel does, instead of loaded again (the
+ * bf16 kernels then spill 28 bytes at the 64-register cap; same setup, two
+ * rounds, this kernel / that): 2 ranks 1 x 4096 4.20, 4.28 / 4.17, 4.10, 4 x
+ * 4096 4.30, 4.26 / 4.23, 4.22, 4 x 8192 4.62, 4.64 / 4.51, 4.51; 4 ranks
+ * 1 x 4096 5.94, 5.94 / 5.86, 5.87, 4 x 4096 6.50, 6.51 / 6.38, 6.39, but
+ * 16 x 4096 6.71, 6.73 / 6.82, 6.85 and 32 x 4096 7.16, 7.17 / 7.23, 7.25:
+ * a tenth of a microsecond either way, not the 0.3-0.4 the 4-rank steps
+ * miss 0.75 by.
  *
  * By rows (larger calls, in place of the push or two-shot kernel; pull,
  * chosen where posted writes are slow, stays unfused), one launch: rows

@@ -97,10 +97,12 @@ __global__ void __launch_bounds__(HIAR_THREADS)
             } else {
                 uint4 *src = ll_area(a, a.base[a.me], parity, p) + i;
                 uint4 v = ll_load(src);
-                if (LONE)
+                /* At compile time: the kernels without it keep the code they had before it. */
+                if constexpr (LONE)
                     ok = ll_wait_warp<F>(src, v, w);
-                while ((!LONE || ok) && !F::ready(v) && (ok = waiter_poll(w)))
-                    v = ll_load(src);
+                else
+                    while (!F::ready(v) && (ok = waiter_poll(w)))
+                        v = ll_load(src);
                 ll_store(src, make_uint4(LL_SENTINEL, LL_SENTINEL, LL_SENTINEL, LL_SENTINEL));
                 d = F::unpack(v);
             }
@@ -352,7 +354,7 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  * write-backs cross it: so only for large messages, and only in graphs,
  * where the ranks' kernels start together.  Measured on one H100, 2 ranks
  * under MPS (HIAR_PINNED=1), bf16, us, every lane polling / one lane, in
- * two machine starts of 2026-12-06 (this VM's times moved by a microsecond
+ * four machine starts of 2026-12-06 (this VM's times moved by a microsecond
  * between them):
  * - start 1, graphs, two rounds: 64 KB 8.64, 8.61 / 7.74, 7.35 (every lane
  *   8.30-8.52 in six more runs), 32 KB 5.98, 5.86 / 5.95, 6.32, 16 KB
@@ -368,27 +370,31 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  * - start 3, this form (a kernel of its own, so the others' code is the
  *   same as before), graphs, three rounds: 48 KB 7.59-7.82 / 7.04-7.25,
  *   64 KB 9.24-9.38 / 8.48-8.69; over device memory (no lone poll) 1 KB-
- *   512 KB on 2 and 4 ranks within 0.1 of the build before.
+ *   512 KB on 2 and 4 ranks within 0.1 of the build before;
+ * - start 4, three rounds, one lane: graphs 64 KB 7.93, 7.67, 7.86, eager
+ *   9.68, 9.40, 9.34.
  */
 #define LL_LONE_POLL_MIN_HOST (40 * 1024)
+
+/* Formats with a lone-poll kernel: data-only packets, which the sizes it serves take (a kernel the less for
+ * every other format). */
+template <typename F> constexpr bool ll_lone_form = !std::is_same<F, ll_flagged>::value;
 
 template <typename T, typename F>
 static cudaError_t launch_ll(const hiar_ipc_args_t *a, const void *in, void *out, size_t bytes, int esize,
                              hiar_op_t op, int divisor, cudaStream_t stream)
 {
-    /* Data-only packets only (the sizes it serves take them): a kernel the less for every other format. */
-    constexpr bool can_lone = !std::is_same<F, ll_flagged>::value;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     unsigned blocks, threads;
 
-    if (can_lone && a->host_memory && a->n == 2 && bytes >= LL_LONE_POLL_MIN_HOST) {
+    if (ll_lone_form<F> && a->host_memory && a->n == 2 && bytes >= LL_LONE_POLL_MIN_HOST) {
         cudaError_t err = cudaStreamIsCapturing(stream, &capture);
         if (err != cudaSuccess)
             return err;
     }
     ll_grid((bytes + F::DATA - 1) / F::DATA, a->ll_blocks, &blocks, &threads);
     return hiar_dispatch_op(op, [&](auto o) {
-        auto kernel = capture != cudaStreamCaptureStatusNone ? oneshot_ll<T, F, decltype(o)::value, can_lone>
+        auto kernel = capture != cudaStreamCaptureStatusNone ? oneshot_ll<T, F, decltype(o)::value, ll_lone_form<F>>
                                                              : oneshot_ll<T, F, decltype(o)::value, false>;
         return hiar_ipc_launch(a, kernel, blocks, threads, stream, *a, (const char *)in, (char *)out, bytes,
                                esize, divisor);
@@ -437,7 +443,7 @@ int hiar_ipc_oneshot_per_sm(int ll)
                 [](auto t) { return oneshot_ll<decltype(t), typename ll_large<decltype(t)>::type, O::value>; });
             int lone = fewest_per_sm([](auto t) {
                 typedef typename ll_large<decltype(t)>::type F;
-                return oneshot_ll<decltype(t), F, O::value, !std::is_same<F, ll_flagged>::value>;
+                return oneshot_ll<decltype(t), F, O::value, ll_lone_form<F>>;
             });
             int hier = fewest_per_sm([](auto t) { return hier_ll<decltype(t), ll_flagged, O::value>; });
             int hier_large = fewest_per_sm(

@@ -1110,7 +1110,10 @@ int main(int argc, char **argv)
      * hosts exchanging over MPI on the progress thread: kernels only, capturable.  A step between
      * groups that fell back to the blocking MPI path would fail here, as it should. */
     graph(comm, HIAR_FLOAT32, 1000);
-    graph(comm, HIAR_BFLOAT16, 32768); /* 64 KB: over pinned host memory LL's largest, with the lone poll (oneshot.cu) */
+    /* Over pinned host memory on 2 ranks, LL with the lone poll (cuda/oneshot.cu): its largest message, and one
+     * whose last warp has one lane. */
+    graph(comm, HIAR_BFLOAT16, 32768);
+    graph(comm, HIAR_BFLOAT16, 24577);
     graph(comm, HIAR_BFLOAT16, 1 << 20);
     graph(comm, HIAR_FLOAT32, 3 << 20);
     graph(comm, HIAR_BFLOAT16, 12 << 20);
