@@ -78,7 +78,15 @@
  * 1 x 4096 5.94, 5.94 / 5.86, 5.87, 4 x 4096 6.50, 6.51 / 6.38, 6.39, but
  * 16 x 4096 6.71, 6.73 / 6.82, 6.85 and 32 x 4096 7.16, 7.17 / 7.23, 7.25:
  * a tenth of a microsecond either way, not the 0.3-0.4 the 4-rank steps
- * miss 0.75 by.
+ * miss 0.75 by.  In a later machine start, two rounds: clustered slices of
+ * 64 packets instead of 128 (2 ranks x 4096 on 8 SMs instead of 4) 4.19-
+ * 4.24 against 4.17-4.26 at 1 x 4096 and 4.48-4.54 against 4.25-4.35 at 4 x
+ * 4096 (4 ranks already at the 8-slice cap: the same); with data-only
+ * packets at 4 ranks, 8 slices of 64, 6.54-6.55 against 5.89-5.90 at 1 x
+ * 4096 and 6.61 against 6.03-6.04 at 1 x 8192; the kept packet with slices
+ * of 64, 4.12-4.21 at 2 ranks 1 x 4096 and 5.85 / 6.38 at 4 ranks 1 / 4 x
+ * 4096 against 5.89-5.90 / 6.46-6.47, but 6.82 against 6.72-6.73 at 16 x
+ * 4096.
  *
  * By rows (larger calls, in place of the push or two-shot kernel; pull,
  * chosen where posted writes are slow, stays unfused), one launch: rows

@@ -372,7 +372,11 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  *   64 KB 9.24-9.38 / 8.48-8.69; over device memory (no lone poll) 1 KB-
  *   512 KB on 2 and 4 ranks within 0.1 of the build before;
  * - start 4, three rounds, one lane: graphs 64 KB 7.93, 7.67, 7.86, eager
- *   9.68, 9.40, 9.34.
+ *   9.68, 9.40, 9.34;
+ * - start 5, this form chosen at compile time, six rounds: graphs 64 KB
+ *   11.43 (the first run of the start, 32 KB 8.68 in it too), 7.52, 7.69,
+ *   7.47, 7.57, 7.36, 48 KB 6.75-6.80, 40 KB 6.17-6.34; eager 64 KB
+ *   8.93-9.42.
  */
 #define LL_LONE_POLL_MIN_HOST (40 * 1024)
 
