@@ -99,9 +99,10 @@ template <int S> struct ll_data_only {
  * 9.00); 128-thread blocks at 64 KB instead of 32-thread ones, 8.66 (the
  * unchanged kernel's two runs above differ by as much).  The write-back in
  * 8 bytes instead of 16 (a sentinel word is enough to mark a packet
- * pending): 20.5-20.9 us at 64 KB in graphs against 7.67-7.93, and 10.6-10.9
- * at 32 KB where every pinned call took it (partial writes of host memory
- * across PCIe cost far more than whole ones); it would also have given up
+ * pending): 20.5-20.9 us at 64 KB in graphs against 7.67-7.93, and, where
+ * every pinned call wrote back 8 bytes, eager calls too, 10.6-10.9 at 32 KB
+ * in graphs against 5.89-6.01 (partial writes of host memory across PCIe
+ * cost far more than whole ones); it would also have given up
  * the check against a 16-byte store landing in two halves, which a full
  * sentinel keeps (each half then carries a sentinel of its own until
  * written).
@@ -156,6 +157,10 @@ template <typename F> __device__ __forceinline__ bool ll_wait_warp(const uint4 *
                 v = ll_load(src);
         if (!__shfl_sync(m, ok, leader))
             return false;
+        /* One deadline for the warp, from its first leader's wait: a peer that lets the packets in one by one,
+         * each just before a fresh leader's deadline, would otherwise stretch HIAR_TIMEOUT_MS up to 32 times. */
+        const uint64_t deadline = __shfl_sync(m, w.deadline, leader);
+        w.deadline = w.deadline ? w.deadline : deadline;
         if (!F::ready(v))
             v = ll_load(src);
         pending = __ballot_sync(m, !F::ready(v));

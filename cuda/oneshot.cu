@@ -354,7 +354,7 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  * write-backs cross it: so only for large messages, and only in graphs,
  * where the ranks' kernels start together.  Measured on one H100, 2 ranks
  * under MPS (HIAR_PINNED=1), bf16, us, every lane polling / one lane, in
- * four machine starts of 2026-12-06 (this VM's times moved by a microsecond
+ * five machine starts of 2026-12-06 (this VM's times moved by a microsecond
  * between them):
  * - start 1, graphs, two rounds: 64 KB 8.64, 8.61 / 7.74, 7.35 (every lane
  *   8.30-8.52 in six more runs), 32 KB 5.98, 5.86 / 5.95, 6.32, 16 KB
