@@ -354,7 +354,7 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  * write-backs cross it: so only for large messages, and only in graphs,
  * where the ranks' kernels start together.  Measured on one H100, 2 ranks
  * under MPS (HIAR_PINNED=1), bf16, us, every lane polling / one lane, in
- * five machine starts of 2026-12-06 (this VM's times moved by a microsecond
+ * six machine starts of 2026-12-06 (this VM's times moved by a microsecond
  * between them):
  * - start 1, graphs, two rounds: 64 KB 8.64, 8.61 / 7.74, 7.35 (every lane
  *   8.30-8.52 in six more runs), 32 KB 5.98, 5.86 / 5.95, 6.32, 16 KB
@@ -376,7 +376,10 @@ static cudaError_t launch_pieces(const hiar_ipc_args_t *a, const void *in, void 
  * - start 5, this form chosen at compile time, six rounds: graphs 64 KB
  *   11.43 (the first run of the start, 32 KB 8.68 in it too), 7.52, 7.69,
  *   7.47, 7.57, 7.36, 48 KB 6.75-6.80, 40 KB 6.17-6.34; eager 64 KB
- *   8.93-9.42.
+ *   8.93-9.42;
+ * - start 6, the warp sharing its first leader's deadline, four rounds:
+ *   graphs 64 KB 7.99, 8.17, 8.10, 8.34, eager 10.04-10.18 (a slow start,
+ *   as 2 and 3: the eager kernel is the same as before).
  */
 #define LL_LONE_POLL_MIN_HOST (40 * 1024)
 
