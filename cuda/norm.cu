@@ -34,8 +34,8 @@
  * tokens; two packets kept per thread (slices of 1024) spilled at the 64
  * registers of two blocks per SM and gave 5.48 against 4.68 (4096, 1 token).
  * In thread-block clusters (sm_90, HIAR_CLUSTERS=1, the default): the
- * trade is stores into the other blocks' shared memory and a cluster
- * barrier, not round trips through L2, so a call of up to
+ * trade is stores into the other blocks' shared memory counted on their
+ * mbarriers (norm_row_sum), not round trips through L2, so a call of up to
  * NORM_CLUSTER_ROWS rows is cut as the plain LL kernel
  * cuts a message, in blocks of 128 packets (at most 8 slices, the portable
  * cluster size): the push and the gather of a 1-4 token step spread over
@@ -119,16 +119,13 @@
 /*
  * The two halves of a barrier of every thread of the cluster.  A block may
  * write into another's shared memory only once that block has arrived at a
- * barrier (it has started: CUDA's rule for distributed shared memory), and
- * the writes before a release arrival are seen after the acquire wait.
+ * barrier (it has started: CUDA's rule for distributed shared memory); the
+ * mailbox's init is fenced apart (mailbox_init), so the arrival is relaxed.
  */
-__device__ __forceinline__ void cluster_arrive(bool release)
+__device__ __forceinline__ void cluster_arrive()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (release)
-        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-    else
-        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 #endif
 }
 
@@ -139,13 +136,71 @@ __device__ __forceinline__ void cluster_wait()
 #endif
 }
 
-/* *local (a __shared__ word) = v in the block of cluster rank `rank`. */
-__device__ __forceinline__ void cluster_put(uint32_t *local, unsigned rank, uint32_t v)
+/*
+ * A block's mailbox in a cluster: a word per slice of its row (the slice's
+ * partial sum of squares and its outcome), written by the row's blocks with
+ * st.async, and the mbarrier that counts their bytes.  The block's phase
+ * completes once every word is in, with the words visible to the threads
+ * that wait on it; then no block writes into it again, so it may exit
+ * without a barrier at the end.
+ */
+struct norm_mailbox {
+    unsigned long long bar;
+    unsigned long long word[NORM_CLUSTER_MAX];
+};
+
+/* A shared variable's address in the shared window (what mbarrier, mapa and st.async take). */
+__device__ __forceinline__ uint32_t shared_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* Thread 0, before the block's first cluster arrival: the mbarrier takes one arrival, visibly to the cluster. */
+__device__ __forceinline__ void mailbox_init(norm_mailbox &m)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t remote, addr = (uint32_t)__cvta_generic_to_shared(local);
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote), "r"(v) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_addr(&m.bar)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+/* Thread 0: the phase's one arrival, expecting `bytes` (before or after they come: the count may go below 0). */
+__device__ __forceinline__ void mailbox_expect(norm_mailbox &m, uint32_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_addr(&m.bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+/* v into word `slot` of the mailbox of cluster rank `rank` (the same variable there), counted on its mbarrier. */
+__device__ __forceinline__ void mailbox_put(norm_mailbox &m, unsigned slot, unsigned rank, unsigned long long v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t word, bar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(word) : "r"(shared_addr(&m.word[slot])), "r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(bar) : "r"(shared_addr(&m.bar)), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(word), "l"(v),
+                 "r"(bar)
+                 : "memory");
+#endif
+}
+
+/*
+ * Until the mailbox's first phase completes.  Unbounded: every block of the
+ * cluster writes its word once its own bounded waits are over.
+ */
+__device__ __forceinline__ void mailbox_wait(norm_mailbox &m)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t done;
+    do
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; "
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(shared_addr(&m.bar))
+                     : "memory");
+    while (!done);
 #endif
 }
 
@@ -156,23 +211,34 @@ __device__ __forceinline__ void cluster_put(uint32_t *local, unsigned rank, uint
  * there (false: give up).  With several slices a block has one row
  * (norm_slices).
  *
- * In a cluster (one per row: rank = slice), every block arrived at a first
- * cluster barrier when it began (oneshot_ll_norm); it waits for it here, so
- * that all have started, then thread s writes this block's partial and
- * outcome into slice s's shared memory, then a second barrier, and every
- * thread sums what its own block received.  Every block of the cluster
- * takes part, one that gave up or found the comm failed included: so each
- * passes both barriers, after every write into it (none writes into a block
- * that has exited or not yet started).
+ * In a cluster (one per row: rank = slice), every block set up its mailbox
+ * and arrived at a cluster barrier when it began (oneshot_ll_norm); it
+ * waits for it here, so that all have started and their mailboxes are
+ * ready, then thread s puts this block's partial and outcome into slice s's
+ * mailbox, and every thread waits for its own block's mailbox and sums it.
+ * Every block of the cluster takes part, one that gave up or found the comm
+ * failed included: so every mailbox fills, and none is written after its
+ * block has exited or before it has started.
+ * The mailbox replaced a second cluster barrier (its release arrival
+ * ordered the block's earlier stores before it, the pushes to the peers and
+ * the residual among them: the likely cost).  One H100, 2026-12-06, under
+ * MPS, bf16, in CUDA graphs, two rounds, us per step, barrier / mailbox: 2
+ * ranks x 4096 1 token 4.25-4.27 / 4.03-4.04, 4 tokens 4.27-4.30 /
+ * 3.96-3.98, x 8192 1 token 4.27-4.33 / 4.01; 4 ranks x 4096 1 token
+ * 5.90-5.91 / 5.42-5.43, 4 tokens 6.47 / 5.94, x 8192 1 token 6.03 /
+ * 5.61-5.62, 4 tokens 6.72-6.75 / 6.23-6.25.  Skipping the trade (a probe,
+ * wrong sums) gave 4.95 at 4 ranks x 4096, 1 token: the barrier's trade
+ * cost a microsecond.  Tried and slower than the barrier: thread 0 polling
+ * its mailbox, written with relaxed 64-bit stores (a block then needs a
+ * barrier before it exits, so that none writes into it after): 6.88 there.
  *
  * Else through global memory: partials published with the call's epoch and
  * polled by thread 0; a block that gave up publishes nothing, and the others
  * give up at their bound.
  */
 __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t e, unsigned slices, bool clustered,
-                                             bool ok, float mine, float *sum, hiar_waiter &w)
+                                             bool ok, float mine, float *sum, norm_mailbox &mail, hiar_waiter &w)
 {
-    __shared__ uint32_t traded[2][NORM_CLUSTER_MAX]; /* [partial's bits, outcome][slice] */
     __shared__ float total;
     __shared__ int fine;
     volatile uint64_t *partial = a.state->norm_partial;
@@ -186,16 +252,14 @@ __device__ __forceinline__ bool norm_row_sum(const hiar_ipc_args_t &a, uint64_t 
         float t = 0;
         bool all = true;
         cluster_wait();
-        if (threadIdx.x < slices) {
-            cluster_put(&traded[0][blockIdx.x % slices], threadIdx.x, __float_as_uint(mine));
-            cluster_put(&traded[1][blockIdx.x % slices], threadIdx.x, ok);
-        }
-        /* Only the first warp wrote (slices <= 8): the others' arrival need not wait for their own stores. */
-        cluster_arrive(threadIdx.x < 32);
-        cluster_wait();
+        if (threadIdx.x == 0)
+            mailbox_expect(mail, slices * sizeof(mail.word[0]));
+        if (threadIdx.x < slices)
+            mailbox_put(mail, blockIdx.x % slices, threadIdx.x, (unsigned long long)ok << 32 | __float_as_uint(mine));
+        mailbox_wait(mail);
         for (unsigned s = 0; s < slices; s++) {
-            t += __uint_as_float(traded[0][s]);
-            all = all && traded[1][s];
+            t += __uint_as_float((uint32_t)mail.word[s]);
+            all = all && mail.word[s] >> 32;
         }
         *sum = t;
         return all;
@@ -226,14 +290,17 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
     oneshot_ll_norm(hiar_ipc_args_t a, const char *in, char *out, norm_row_args nm, size_t rows, unsigned slices,
                     bool clustered)
 {
+    __shared__ norm_mailbox mail;
     mark(a, HIAR_MARK_ENTRY);
     const uint64_t e = begin_call(a);
     /* In a cluster a block goes on to its row's trade, having done nothing else (norm_row_sum). */
     const bool dead = comm_failed(a.failed);
     if (dead && !clustered)
         return;
+    if (clustered && threadIdx.x == 0)
+        mailbox_init(mail);
     if (clustered)
-        cluster_arrive(false);
+        cluster_arrive();
     mark(a, HIAR_MARK_BEGUN);
     const uint32_t parity = e & 1;
     /* 32-bit indices: the call fits the packet area (HIAR_IPC_LL_MAX_BYTES); 64-bit ones spilled registers. */
@@ -272,11 +339,15 @@ __global__ void __launch_bounds__(HIAR_THREADS, 2)
                 store_unit<F::DATA>(out + row * nm.row_bytes, k * F::DATA, nm.row_bytes, nm.esize, s);
         }
         ok = !__syncthreads_or(!ok);
-        if (ok) {
+        /* The next kernel comes in at finish_call, not here, where every peer's packets of the part have arrived
+         * (device.cuh): its blocks, started early, slowed this one's end.  One H100, 2026-12-06, with the
+         * mailbox, same setup, two rounds, us, here / at finish_call: 4 ranks x 4096 1 token 5.42-5.43 /
+         * 5.32-5.33, 32 tokens 7.13 / 6.83, x 8192 16 tokens 8.03 / 7.64-7.65; 2 ranks x 4096 1 token
+         * 4.03-4.04 / 3.79-3.80, 64 tokens 5.17-5.18 / 4.64; but 2 ranks x 4096 16 tokens 4.38-4.39 /
+         * 4.46-4.47, 4 ranks x 8192 32 tokens 9.29-9.40 / 9.54-9.73. */
+        if (ok)
             mark(a, HIAR_MARK_GATHERED);
-            release_next_kernel(); /* every peer's packets of the part arrived: see device.cuh */
-        }
-        if (!norm_row_sum(a, e, slices, clustered, ok, norm_block_sum(sumsq), &sumsq, w))
+        if (!norm_row_sum(a, e, slices, clustered, ok, norm_block_sum(sumsq), &sumsq, mail, w))
             break;
         mark(a, HIAR_MARK_SUMMED);
         scale = norm_scale(nm, sumsq);
