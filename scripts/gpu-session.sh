@@ -120,8 +120,8 @@ hierblocks_part() {
     mps_stop
 }
 
-# Where the fused norm kernel's time goes (issue 18: 1-4 tokens x 4096 at 0.80-0.84 of unfused, the
-# kernel 2.1-3.8 us longer than the allreduce alone): a tree built with kernel phase marks (doc/testing.md)
+# Where the fused norm kernel's time goes (issue 18: 1-4 tokens x 4096 at 0.70-0.72 of unfused since the
+# mailbox trade, the kernel 1.6-2.1 us longer than the allreduce alone): a tree built with kernel phase marks (doc/testing.md)
 # beside this one, the decode benchmark at 2 and 4 ranks and the plain LL allreduce of those sizes, in
 # both builds (the marks' totals against the unmarked times), the marks logged at the comms' destroy.
 marks_part() {
