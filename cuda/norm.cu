@@ -52,9 +52,10 @@
  * for 1-4 rows only.  That build wrote into the other blocks before a
  * barrier said they had started (compute-sanitizer's racecheck: "a block
  * that might not have entered yet"); the first barrier (norm_row_sum) came
- * after it.  This form (racecheck clean), on one H100, same setup, 1 and 4
- * tokens, clusters / without: 2 ranks x 4096 4.18 / 4.22, 4.26 / 4.39; x 8192
- * 4.31 / 4.69, 4.64 / 5.08; 4 ranks x 4096 5.89 / 6.28, 6.47 / 6.62; x 8192
+ * after it.  The form that followed (racecheck clean; a second cluster
+ * barrier after the trade, before the mailbox of norm_row_sum), on one
+ * H100, same setup, 1 and 4 tokens, clusters / without: 2 ranks x 4096
+ * 4.18 / 4.22, 4.26 / 4.39; x 8192 4.31 / 4.69, 4.64 / 5.08; 4 ranks x 4096 5.89 / 6.28, 6.47 / 6.62; x 8192
  * 6.03 / 6.85, 6.73 / 7.00.
  * Tried and not kept (2026-12-03, same setup, against this kernel in an
  * earlier machine start): the partials polled at once by a warp, a lane per
@@ -187,7 +188,8 @@ __device__ __forceinline__ void mailbox_put(norm_mailbox &m, unsigned slot, unsi
 }
 
 /*
- * Until the mailbox's first phase completes.  Unbounded: every block of the
+ * Until the mailbox's first phase completes: it serves one trade, so a block
+ * of a cluster has one row (launch_fused).  Unbounded: every block of the
  * cluster writes its word once its own bounded waits are over.
  */
 __device__ __forceinline__ void mailbox_wait(norm_mailbox &m)
@@ -492,7 +494,8 @@ static cudaError_t launch_fused(const hiar_ipc_args_t *a, const hiar_call_t *c, 
     unsigned slices = in_clusters ? norm_slices(rows, ppr, a->ll_blocks, NORM_CLUSTER_SLICE_PACKETS, NORM_CLUSTER_MAX)
                                   : norm_slices(rows, ppr, a->ll_blocks, NORM_SLICE_PACKETS, a->ll_blocks);
     unsigned blocks = (unsigned)(rows * slices < a->ll_blocks ? rows * slices : a->ll_blocks / slices * slices);
-    const bool clustered = in_clusters && slices > 1;
+    /* A block of a cluster has one row: its mailbox serves one trade (norm_row_sum). */
+    const bool clustered = in_clusters && slices > 1 && blocks == rows * slices;
 
     return hiar_ipc_launch_clusters(a, oneshot_ll_norm<T, W, F>, blocks, norm_threads((ppr + slices - 1) / slices),
                                     clustered ? slices : 1, (cudaStream_t)c->stream, *a, (const char *)c->sendbuf,
