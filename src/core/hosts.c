@@ -38,6 +38,15 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * 2841-2762 / 3262-2466 / 3813-3010 us, 64 MB 9979-9322 / 11075-9802 /
  * 12175-11863, 256 MB 37039-34053 / 42353-55895 / 50099-48958 (the link
  * column moved 1824-2683 us at 16 MB between these runs).
+ * Rings of other sizes, one H100 (2026-12-06, same setup, rounds in turn in
+ * one machine start, hiar's us at 16 / 64 MB): 32 positions (a 16 MB call's
+ * whole shard in flight) 3842, 4269, 4593 / 12623, 11235, 13420 against
+ * 16's 3064, 3665, 4026 / 10981, 10447, 12601; in another start 8 positions
+ * 2564, 2575 / 9527, 9049 and 4 positions 2670, 4651 / 10515, 12053 against
+ * 16's 2722, 2531 / 7725, 8481.  And a block per position for jobs longer
+ * than the ring (16 blocks, not 8): 2665, 2635 / 8525, 8216 against 3517,
+ * 2594 / 8127, 8524.  None faster; the link column moved by up to a third
+ * between consecutive runs (1836-2401 us at 16 MB).
  */
 #define HOSTS_PIECE_BYTES ((size_t)256 << 10)
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
