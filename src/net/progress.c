@@ -50,6 +50,8 @@ typedef struct {
     int npieces;
     position_t *pos; /* [HIAR_PROGRESS_MAX_RING], allocated at the slot's first job */
     unsigned long long arrived; /* pieces that arrived (a persistent job's over every replay) */
+    int inflight;               /* positions with an exchange out */
+    uint64_t first_ns, last_ns, busy_ns, busy_since; /* the job's wire (hiar_progress_wire_t) */
 } slot_t;
 
 struct hiar_progress {
@@ -67,6 +69,7 @@ struct hiar_progress {
     atomic_uint_least64_t spin_ns; /* hiar_progress_set_spin */
     atomic_int error;     /* the first error (HIAR_SUCCESS: none) */
     char message[512];    /* its message, under mu */
+    hiar_progress_wire_t wire; /* under mu */
 };
 
 static uint64_t tag_of(int tag, int position)
@@ -163,6 +166,8 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
         __atomic_store_n(&f->ready, 0, __ATOMIC_RELAXED);
         s->inflight = 1;
         s->since_ns = now;
+        sl->first_ns = sl->first_ns ? sl->first_ns : now;
+        sl->busy_since = sl->inflight++ ? sl->busy_since : now;
         *moved = 1;
         hiar_pieces_at(&sl->job.pieces, s->piece, &off, &bytes);
         return post_position(&p->cfg.port, &sl->job, q, bytes, s);
@@ -176,6 +181,8 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
         return HIAR_SUCCESS;
     }
     s->inflight = 0;
+    sl->busy_ns += --sl->inflight ? 0 : now - sl->busy_since;
+    sl->last_ns = now;
     s->piece += sl->job.ring;
     if (s->piece >= sl->npieces && sl->job.persistent)
         s->piece = q;
@@ -198,6 +205,17 @@ static int job_done(slot_t *sl)
     return 1;
 }
 
+/* An eager job's wire into the engine's sums. */
+static void count_wire(hiar_progress_t *p, const slot_t *sl)
+{
+    pthread_mutex_lock(&p->mu);
+    p->wire.jobs++;
+    p->wire.pieces += (unsigned long long)sl->npieces;
+    p->wire.span_ns += sl->last_ns - sl->first_ns;
+    p->wire.busy_ns += sl->busy_ns;
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Every position of every active slot once; jobs that are done leave. */
 static hiar_result_t sweep(hiar_progress_t *p, int *moved)
 {
@@ -208,6 +226,8 @@ static hiar_result_t sweep(hiar_progress_t *p, int *moved)
         for (int q = 0; q < sl->job.ring; q++)
             HIAR_CHECK(step_position(p, p->active[a], q, now, moved));
         if (job_done(sl)) {
+            if (!sl->job.persistent)
+                count_wire(p, sl);
             p->neager -= !sl->job.persistent;
             atomic_store_explicit(&sl->busy, 0, memory_order_release);
             p->active[a] = p->active[--p->nactive];
@@ -503,6 +523,8 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
         sl->pos[q].inflight = sl->pos[q].nreq = 0;
     }
     sl->arrived = 0;
+    sl->inflight = 0;
+    sl->first_ns = sl->last_ns = sl->busy_ns = 0;
     atomic_store_explicit(&sl->retire, 0, memory_order_relaxed);
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
@@ -517,17 +539,31 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
     return HIAR_SUCCESS;
 }
 
+void hiar_progress_wire(hiar_progress_t *p, hiar_progress_wire_t *out)
+{
+    pthread_mutex_lock(&p->mu);
+    *out = p->wire;
+    pthread_mutex_unlock(&p->mu);
+}
+
 int hiar_progress_stop(hiar_progress_t *p)
 {
+    const hiar_progress_wire_t *w;
     int left = 0;
 
     if (!p)
         return 0;
+    w = &p->wire;
     atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->mu);
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
+    if (w->jobs)
+        HIAR_INFO(MPI, "between hosts: %llu eager jobs, %.1f pieces each; per job %.1f us from the first piece sent "
+                       "to the last arrived, %.1f of them with a piece on the wire",
+                  w->jobs, (double)w->pieces / (double)w->jobs, (double)w->span_ns / 1e3 / (double)w->jobs,
+                  (double)w->busy_ns / 1e3 / (double)w->jobs);
     for (int s = 0; s < p->cfg.nslots; s++)
         for (int q = 0; p->slots[s].pos && q < p->slots[s].job.ring; q++)
             left += p->slots[s].pos[q].nreq;

@@ -166,6 +166,23 @@ int hiar_progress_slot_free(hiar_progress_t *p, int slot);
 hiar_result_t hiar_progress_status(hiar_progress_t *p);
 
 /*
+ * The wire as the thread saw it, summed over the eager jobs done so far:
+ * from a job's first piece posted to its last piece arrived (span), and of
+ * that the time with some piece of the job in flight (busy; span - busy:
+ * every position waiting for its kernel's next piece).  Clocked once per
+ * sweep of the slots.  Against the link column of hiar-bench --split it
+ * says whether a call's step between hosts is the wire's time or gaps in
+ * it (logged at INFO, subsystem MPI, when the engine stops).  Captured
+ * calls' jobs are not counted (their replays share one job).
+ */
+typedef struct {
+    unsigned long long jobs, pieces;
+    uint64_t span_ns, busy_ns;
+} hiar_progress_wire_t;
+
+void hiar_progress_wire(hiar_progress_t *p, hiar_progress_wire_t *out);
+
+/*
  * Stops and joins the thread (it never blocks in the port, so this returns
  * at once) and frees the engine.  Requests still posted (a failed or aborted
  * exchange) stay posted: the caller keeps the buffers they point into.

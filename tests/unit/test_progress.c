@@ -536,8 +536,16 @@ static void test_rounds(int n, int nslots, int how)
     for (int k = 0; k < n; k++)
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
+    for (int k = 0; k < n; k++) {
+        /* The wire's sums: every eager job once, captured ones never; busy within the span. */
+        hiar_progress_wire_t w;
+        hiar_pieces_t g = pieces();
+        hiar_progress_wire(ranks[k].engine, &w);
+        bad += w.jobs != (persistent ? 0u : 40u) || w.pieces != w.jobs * (unsigned)hiar_pieces_count(&g) ||
+               w.busy_ns > w.span_ns;
+    }
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after",
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after, the wire's sums right",
              n, nslots, persistent ? "persistent" : "eager",
              ahead ? ", calls queued ahead of their kernels" : "", how & SHARED ? ", one ring for all" : "",
              persistent ? "kept" : "free");
