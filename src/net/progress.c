@@ -50,8 +50,8 @@ typedef struct {
     int npieces;
     position_t *pos; /* [HIAR_PROGRESS_MAX_RING], allocated at the slot's first job */
     unsigned long long arrived; /* pieces that arrived (a persistent job's over every replay) */
-    int inflight;               /* positions with an exchange out */
-    uint64_t first_ns, last_ns, busy_ns, busy_since; /* the job's wire (hiar_progress_wire_t) */
+    int nflight; /* positions with an exchange out */
+    uint64_t first_ns, last_ns, flight_ns, flight_since; /* the job's wire (hiar_progress_wire_t) */
 } slot_t;
 
 struct hiar_progress {
@@ -146,6 +146,26 @@ static hiar_result_t test_position(const hiar_port_t *port, position_t *s, int *
 }
 
 /*
+ * The job's wire (hiar_progress_wire_t): a piece posted at `now`, the first
+ * of the job starting its span, the first in flight a stretch of flight.
+ */
+static void wire_out(slot_t *sl, uint64_t now)
+{
+    if (!sl->first_ns)
+        sl->first_ns = now;
+    if (sl->nflight++ == 0)
+        sl->flight_since = now;
+}
+
+/* A piece arrived at `now`: the span's end so far; the last in flight ends a stretch. */
+static void wire_in(slot_t *sl, uint64_t now)
+{
+    sl->last_ns = now;
+    if (--sl->nflight == 0)
+        sl->flight_ns += now - sl->flight_since;
+}
+
+/*
  * One look at position q of a slot; *moved when something happened.  After
  * its piece arrived the position serves the piece a ring later, and a
  * persistent job's, past the last, its first again (the next replay).
@@ -166,8 +186,7 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
         __atomic_store_n(&f->ready, 0, __ATOMIC_RELAXED);
         s->inflight = 1;
         s->since_ns = now;
-        sl->first_ns = sl->first_ns ? sl->first_ns : now;
-        sl->busy_since = sl->inflight++ ? sl->busy_since : now;
+        wire_out(sl, now);
         *moved = 1;
         hiar_pieces_at(&sl->job.pieces, s->piece, &off, &bytes);
         return post_position(&p->cfg.port, &sl->job, q, bytes, s);
@@ -181,8 +200,7 @@ static hiar_result_t step_position(hiar_progress_t *p, int slot, int q, uint64_t
         return HIAR_SUCCESS;
     }
     s->inflight = 0;
-    sl->busy_ns += --sl->inflight ? 0 : now - sl->busy_since;
-    sl->last_ns = now;
+    wire_in(sl, now);
     s->piece += sl->job.ring;
     if (s->piece >= sl->npieces && sl->job.persistent)
         s->piece = q;
@@ -212,7 +230,7 @@ static void count_wire(hiar_progress_t *p, const slot_t *sl)
     p->wire.jobs++;
     p->wire.pieces += (unsigned long long)sl->npieces;
     p->wire.span_ns += sl->last_ns - sl->first_ns;
-    p->wire.busy_ns += sl->busy_ns;
+    p->wire.flight_ns += sl->flight_ns;
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -523,8 +541,8 @@ hiar_result_t hiar_progress_submit(hiar_progress_t *p, const hiar_progress_job_t
         sl->pos[q].inflight = sl->pos[q].nreq = 0;
     }
     sl->arrived = 0;
-    sl->inflight = 0;
-    sl->first_ns = sl->last_ns = sl->busy_ns = 0;
+    sl->nflight = 0;
+    sl->first_ns = sl->last_ns = sl->flight_ns = 0;
     atomic_store_explicit(&sl->retire, 0, memory_order_relaxed);
     atomic_store_explicit(&sl->busy, 1, memory_order_relaxed);
     pthread_mutex_lock(&p->mu);
@@ -546,24 +564,30 @@ void hiar_progress_wire(hiar_progress_t *p, hiar_progress_wire_t *out)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* The eager jobs' wire, once the thread is gone (INFO, subsystem MPI). */
+static void log_wire(const hiar_progress_t *p)
+{
+    const hiar_progress_wire_t *w = &p->wire;
+
+    if (w->jobs)
+        HIAR_INFO(MPI, "between hosts: %llu eager jobs, %.1f pieces each; per job %.1f us from the first piece sent "
+                       "to the last arrived, %.1f of them with a piece on the wire",
+                  w->jobs, (double)w->pieces / (double)w->jobs, (double)w->span_ns / 1e3 / (double)w->jobs,
+                  (double)w->flight_ns / 1e3 / (double)w->jobs);
+}
+
 int hiar_progress_stop(hiar_progress_t *p)
 {
-    const hiar_progress_wire_t *w;
     int left = 0;
 
     if (!p)
         return 0;
-    w = &p->wire;
     atomic_store(&p->stop, 1);
     pthread_mutex_lock(&p->mu);
     pthread_cond_signal(&p->wake);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->thread, NULL);
-    if (w->jobs)
-        HIAR_INFO(MPI, "between hosts: %llu eager jobs, %.1f pieces each; per job %.1f us from the first piece sent "
-                       "to the last arrived, %.1f of them with a piece on the wire",
-                  w->jobs, (double)w->pieces / (double)w->jobs, (double)w->span_ns / 1e3 / (double)w->jobs,
-                  (double)w->busy_ns / 1e3 / (double)w->jobs);
+    log_wire(p);
     for (int s = 0; s < p->cfg.nslots; s++)
         for (int q = 0; p->slots[s].pos && q < p->slots[s].job.ring; q++)
             left += p->slots[s].pos[q].nreq;

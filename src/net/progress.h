@@ -168,16 +168,18 @@ hiar_result_t hiar_progress_status(hiar_progress_t *p);
 /*
  * The wire as the thread saw it, summed over the eager jobs done so far:
  * from a job's first piece posted to its last piece arrived (span), and of
- * that the time with some piece of the job in flight (busy; span - busy:
- * every position waiting for its kernel's next piece).  Clocked once per
- * sweep of the slots.  Against the link column of hiar-bench --split it
- * says whether a call's step between hosts is the wire's time or gaps in
- * it (logged at INFO, subsystem MPI, when the engine stops).  Captured
- * calls' jobs are not counted (their replays share one job).
+ * that the time with some piece of the job in flight (flight; span - flight:
+ * no piece of the job out, every position waiting for its kernel's next
+ * piece, or done, or not yet noticed by the thread).  Clocked once per sweep
+ * of the slots, so either end may be a sweep late.  Against the link column
+ * of hiar-bench --split it says whether a call's step between hosts is the
+ * wire's time or gaps in it (logged at INFO, subsystem MPI, when the engine
+ * stops).  Captured calls' jobs are not counted (their replays share one
+ * job).
  */
 typedef struct {
     unsigned long long jobs, pieces;
-    uint64_t span_ns, busy_ns;
+    uint64_t span_ns, flight_ns;
 } hiar_progress_wire_t;
 
 void hiar_progress_wire(hiar_progress_t *p, hiar_progress_wire_t *out);
