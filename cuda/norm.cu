@@ -55,8 +55,8 @@
  * after it.  The form that followed (racecheck clean; a second cluster
  * barrier after the trade, before the mailbox of norm_row_sum), on one
  * H100, same setup, 1 and 4 tokens, clusters / without: 2 ranks x 4096
- * 4.18 / 4.22, 4.26 / 4.39; x 8192 4.31 / 4.69, 4.64 / 5.08; 4 ranks x 4096 5.89 / 6.28, 6.47 / 6.62; x 8192
- * 6.03 / 6.85, 6.73 / 7.00.
+ * 4.18 / 4.22, 4.26 / 4.39; x 8192 4.31 / 4.69, 4.64 / 5.08; 4 ranks x
+ * 4096 5.89 / 6.28, 6.47 / 6.62; x 8192 6.03 / 6.85, 6.73 / 7.00.
  * Tried and not kept (2026-12-03, same setup, against this kernel in an
  * earlier machine start): the partials polled at once by a warp, a lane per
  * slice, took 4.47 against 4.64 at 2 ranks, 1 token x 4096, but 6.62
