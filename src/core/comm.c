@@ -182,6 +182,7 @@ void hiar_comm_plan_input(const hiar_comm_t *comm, int device, size_t bytes, hia
         in->ngroups = comm->gpu->side.tier.groups.ngroups;
         in->device_nshards = comm->gpu->side.tier.nshards;
         in->ipc = hiar_gpu_has_kernels(comm->gpu);
+        in->self = hiar_gpu_has_self(comm->gpu);
         in->pinned = comm->gpu->pinned;
         in->device_slot = comm->gpu->hier_slot == LLONG_MAX ? 0 : (size_t)comm->gpu->hier_slot;
         in->hier_ready = in->ngroups > 1 && comm->gpu->hier_ok;

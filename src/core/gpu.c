@@ -444,6 +444,11 @@ int hiar_gpu_has_kernels(const hiar_gpu_t *gpu)
     return gpu && hiar_transport_runs_kernels(gpu->side.tp);
 }
 
+int hiar_gpu_has_self(const hiar_gpu_t *gpu)
+{
+    return gpu && gpu->side.tp == &hiar_transport_self;
+}
+
 hiar_result_t hiar_gpu_status(const hiar_gpu_t *gpu)
 {
     if (gpu && gpu->side.tp)

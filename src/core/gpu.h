@@ -77,6 +77,9 @@ int hiar_gpu_has_ipc(const hiar_gpu_t *gpu);
 /* Whether its calls run as kernels: CUDA IPC or pinned host memory. */
 int hiar_gpu_has_kernels(const hiar_gpu_t *gpu);
 
+/* Whether this rank is alone in its group, on its GPU (the self transport: a copy on the stream). */
+int hiar_gpu_has_self(const hiar_gpu_t *gpu);
+
 /*
  * The pinned-host transport beside CUDA IPC (alt): whether this comm can
  * have it (one group of several ranks on CUDA IPC; a value every rank

@@ -19,6 +19,8 @@ const char *hiar_plan_name(hiar_plan_t p)
 
     if (p.via == HIAR_VIA_DEVICE && p.alg == HIAR_ALG_HIER_ONESHOT && p.between == HIAR_KERNEL_NONE)
         return "ipc-hosts-ll";
+    if (p.via == HIAR_VIA_DEVICE && p.alg == HIAR_ALG_ONESHOT && p.kernel == HIAR_KERNEL_NONE)
+        return "self";
     if (p.via == HIAR_VIA_DEVICE && p.between != HIAR_KERNEL_NONE)
         return p.alg == HIAR_ALG_HIER_ONESHOT         ? "ipc-hier-ll"
                : p.kernel != HIAR_KERNEL_TWOSHOT      ? "ipc-hier"
@@ -406,6 +408,14 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     hiar_plan_limits(in, &l);
     if (!in->device)
         return plan_of(choose_alg(in, &l, in->ngroups, 1), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
+    /*
+     * A comm of one rank: the sum is the input, copied on the stream (the
+     * self transport), capturable.  Staged, a 16 MB bf16 call took 4556 us
+     * on one H100 (hiar-bench --split's intra at one rank a group,
+     * 2026-12-06), waited on the host and refused graph capture.
+     */
+    if (in->self && in->nranks == 1)
+        return plan_of(HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
     alg = choose_alg(in, &l, in->ngroups, hiar_plan_alone_over_mpi(in));
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)
         return choose_ipc_tuned(in, &l);

@@ -153,6 +153,7 @@ typedef struct {
     int host_ngroups, host_nshards; /* the host side's grouping */
     int device;         /* device buffers */
     int ipc;            /* device buffers: this rank's group runs kernels (CUDA IPC or pinned host memory) */
+    int self;           /* device buffers: the group is this rank alone, on its GPU (the self transport) */
     int pinned;         /* some group or set of counterparts of the comm uses pinned host memory (agreed) */
     int hier_ready;     /* device buffers: every group has IPC or one rank (agreed) */
     int between_gpu;    /* device buffers: the step between groups runs on the GPU (agreed) */

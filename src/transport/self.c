@@ -23,8 +23,9 @@ static hiar_result_t self_setup(const hiar_tier_t *t, const hiar_transport_confi
                                 size_t len)
 {
     (void)t, (void)cfg;
-    /* The step between groups goes through pinned host memory (core/hier.c). */
-    snprintf(why, len, "staged through host memory: the group has one rank");
+    /* A comm of one rank ends there (core/plan.c); a step between groups goes through host memory (core/hier.c). */
+    snprintf(why, len, "copied on the stream: the group has one rank (a step between groups goes through host "
+                       "memory)");
     *state = NULL;
     return HIAR_SUCCESS;
 }

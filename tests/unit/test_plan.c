@@ -167,7 +167,7 @@ Test(plan, sweep)
     static const int shapes[][2] = {{1, 1}, {2, 1}, {4, 1}, {4, 2}, {8, 3}, {2, 2}, {8, 8}};
 
     for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-        for (int algo = HIAR_ALGO_AUTO; algo <= HIAR_ALGO_MPI; algo++)
+        for (int algo = HIAR_ALGO_AUTO; algo <= HIAR_ALGO_PULL; algo++)
             for (int ipc = 0; ipc < 2; ipc++) {
                 int seen_twoshot = 0;
                 for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
@@ -206,6 +206,36 @@ Test(plan, sweep)
                                        s, algo, ipc, sizes[b], hiar_plan_name(got));
                 }
             }
+}
+
+/*
+ * Device buffers on a comm of one rank: the self transport's copy at every
+ * size and HIAR_ALGO (never staged); a rank alone in one of several groups
+ * is not a comm of one.
+ */
+Test(plan, device_one_rank)
+{
+    const size_t sizes[] = {0, 8, 4 * K, 16 * M, 1024 * M};
+    hiar_plan_input_t in = {0};
+
+    in.nranks = in.ngroups = in.host_ngroups = 1;
+    in.host_nshards = in.device_nshards = 1;
+    in.device = in.self = 1;
+    in.ipc_ll_max = 512 * K;
+    for (int algo = HIAR_ALGO_AUTO; algo <= HIAR_ALGO_PULL; algo++)
+        for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++) {
+            hiar_plan_t got;
+            in.algo = algo;
+            in.bytes = sizes[b];
+            got = hiar_plan_choose(&in);
+            cr_expect(got.via == HIAR_VIA_DEVICE && got.kernel == HIAR_KERNEL_NONE && got.alg == HIAR_ALG_ONESHOT &&
+                          strcmp(hiar_plan_name(got), "self") == 0,
+                      "HIAR_ALGO %d, %zu bytes on one rank: got %s", algo, sizes[b], hiar_plan_name(got));
+        }
+    in.nranks = in.ngroups = in.host_ngroups = 2;
+    in.algo = HIAR_ALGO_AUTO;
+    in.bytes = 16 * M;
+    cr_expect(strcmp(hiar_plan_name(hiar_plan_choose(&in)), "self") != 0, "two groups of one rank are not one rank");
 }
 
 /* Device buffers over groups: the kernels' path from HIAR_DEVICE_HIER_MIN where every group is ready, else staged. */
