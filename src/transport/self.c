@@ -24,8 +24,7 @@ static hiar_result_t self_setup(const hiar_tier_t *t, const hiar_transport_confi
 {
     (void)t, (void)cfg;
     /* A comm of one rank ends there (core/plan.c); a step between groups goes through host memory (core/hier.c). */
-    snprintf(why, len, "copied on the stream: the group has one rank (a step between groups goes through host "
-                       "memory)");
+    snprintf(why, len, "copied on the stream: the group has one rank");
     *state = NULL;
     return HIAR_SUCCESS;
 }

@@ -232,9 +232,12 @@ Test(plan, device_one_rank)
                           strcmp(hiar_plan_name(got), "self") == 0,
                       "HIAR_ALGO %d, %zu bytes on one rank: got %s", algo, sizes[b], hiar_plan_name(got));
         }
-    in.nranks = in.ngroups = in.host_ngroups = 2;
     in.algo = HIAR_ALGO_AUTO;
     in.bytes = 16 * M;
+    in.self = 0; /* no GPU side (no GPU on the rank): staged */
+    cr_expect(hiar_plan_choose(&in).via == HIAR_VIA_STAGED, "one rank without the self transport goes staged");
+    in.self = 1;
+    in.nranks = in.ngroups = in.host_ngroups = 2;
     cr_expect(strcmp(hiar_plan_name(hiar_plan_choose(&in)), "self") != 0, "two groups of one rank are not one rank");
 }
 
