@@ -233,15 +233,15 @@ struct hosts_clock {
 /*
  * Piece i is handed over once piece i - ring, the same block's on the same
  * position, is reduced.  Handing it over as soon as piece i - ring arrived,
- * reducing that one after (its receive area double-buffered), gained
- * nothing: the wire has a piece in flight all the time either way (one
- * H100, 2026-12-06, 2 simulated hosts of 2, --split, two rounds, hiar's us
- * at 16 / 64 MB: 2455, 2532 / 7851, 8061 against 2499, 2302 / 8020, 7203;
- * the progress thread's account, doc/guide.md).  At most half an SM a block (64 registers, as the
- * two-shot kernel): with 82 (bf16) a block needed an SM to itself, and
- * under CUDA MPS, with the other ranks' half-SM blocks spread over every
- * SM, it could not start while the kernels it served spun waiting for it
- * (8 ranks as 2 simulated hosts of 2 groups: hiar-bench hung at 16 MB).
+ * reducing that one after (its receive area double-buffered), gained nothing:
+ * the wire has a piece in flight all the time either way (one H100, 2026-12-06,
+ * 2 simulated hosts of 2, --split, two rounds, hiar's us at 16 / 64 MB: 2455,
+ * 2532 / 7851, 8061 against 2499, 2302 / 8020, 7203; the progress thread's
+ * account, doc/guide.md).  At most half an SM a block (64 registers, as the
+ * two-shot kernel): with 82 (bf16) a block needed an SM to itself, and under
+ * CUDA MPS, with the other ranks' half-SM blocks spread over every SM, it could
+ * not start while the kernels it served spun waiting for it (8 ranks as 2
+ * simulated hosts of 2 groups: hiar-bench hung at 16 MB).
  */
 template <typename T>
 __global__ void __launch_bounds__(HIAR_THREADS, 2) hosts_kernel(hiar_hosts_job_t j, const hiar_ipc_control_t *ctl,

@@ -223,21 +223,20 @@ HIAR_API hiar_result_t hiar_comm_size(const hiar_comm_t *comm, int *size);
  *
  * Device buffers (CUDA builds), one group with CUDA IPC: asynchronous on
  * `stream` (a cudaStream_t, NULL for the legacy default stream), and can be
- * captured in a CUDA graph; the inputs are read when the kernel runs.  A
- * comm of one rank does the same with a copy on `stream` (in place: nothing
- * to do), whatever HIAR_ALGO says.  All
- * ranks must pass device buffers in the same call.  One call in flight per
- * comm: issue calls on one stream.  A peer that never arrives makes the
- * kernel give up after HIAR_TIMEOUT_MS; that call's result is undefined, and
- * the next call (or hiar_comm_get_async_error) returns HIAR_TIMEOUT.
- * Device buffers over several groups, or in a group of several ranks without IPC: the call
- * blocks the calling thread through the MPI step, reads the inputs before
- * it returns, and leaves the rest of the work (copies back, all-gather
- * kernel) on `stream`: wait for the stream before reading recvbuf, as with
- * one group, and issue the comm's calls on one stream (the next call reuses
- * pinned buffers that copies left on the stream may still read).  These
- * calls cannot be captured in a CUDA graph: HIAR_INVALID_USAGE, before
- * anything is sent, and the communicator stays usable.
+ * captured in a CUDA graph; the inputs are read when the kernel runs.  A comm of
+ * one rank does the same with a copy on `stream` (in place: nothing to do),
+ * whatever HIAR_ALGO says.  All ranks must pass device buffers in the same
+ * call.  One call in flight per comm: issue calls on one stream.  A peer that
+ * never arrives makes the kernel give up after HIAR_TIMEOUT_MS; that call's
+ * result is undefined, and the next call (or hiar_comm_get_async_error) returns
+ * HIAR_TIMEOUT.  Device buffers over several groups, or in a group of several
+ * ranks without IPC: the call blocks the calling thread through the MPI step,
+ * reads the inputs before it returns, and leaves the rest of the work (copies
+ * back, all-gather kernel) on `stream`: wait for the stream before reading
+ * recvbuf, as with one group, and issue the comm's calls on one stream (the
+ * next call reuses pinned buffers that copies left on the stream may still
+ * read).  These calls cannot be captured in a CUDA graph: HIAR_INVALID_USAGE,
+ * before anything is sent, and the communicator stays usable.
  *
  * On HIAR_TIMEOUT the communicator has failed: later calls return
  * HIAR_COMM_FAILED and the caller should hiar_comm_abort() it.  A CUDA

@@ -154,8 +154,8 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
         EMIT(out, "  device paths: ipc-ll up to %zu bytes%s, %s, slots of %zu bytes%s", l.ipc_ll_max, ints_ll, push,
              (size_t)comm->gpu->hier_slot, in.pinned ? " (the kernels over pinned host memory)" : "");
     else if (in.self && in.nranks == 1)
-        EMIT(out, "  device paths: self (one rank: the input copied to the output on the stream, nothing in "
-                  "place; capturable)");
+        EMIT(out, "  device paths: self (one rank: the input copied to the output on the stream, in place "
+                  "nothing to do; capturable)");
     else if (hiar_plan_alone_over_mpi(&in))
         EMIT(out, "  device paths: staged mpi (every rank alone, without a step between groups)");
     else if (in.hier_ready && in.between_gpu)

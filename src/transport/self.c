@@ -23,7 +23,7 @@ static hiar_result_t self_setup(const hiar_tier_t *t, const hiar_transport_confi
                                 size_t len)
 {
     (void)t, (void)cfg;
-    /* A comm of one rank ends there (core/plan.c); a step between groups goes through host memory (core/hier.c). */
+    /* A comm of one rank ends there (core/plan.c); with other groups the step between them follows (core/hier.c). */
     snprintf(why, len, "copied on the stream: the group has one rank");
     *state = NULL;
     return HIAR_SUCCESS;
