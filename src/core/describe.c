@@ -153,7 +153,7 @@ static void describe_device_paths(const hiar_comm_t *comm, FILE *out)
     if (in.ngroups == 1 && in.ipc) /* the group's kernels' slot, as set up (core/gpu.c hier_slot) */
         EMIT(out, "  device paths: ipc-ll up to %zu bytes%s, %s, slots of %zu bytes%s", l.ipc_ll_max, ints_ll, push,
              (size_t)comm->gpu->hier_slot, in.pinned ? " (the kernels over pinned host memory)" : "");
-    else if (in.self && in.nranks == 1)
+    else if (hiar_plan_self(&in))
         EMIT(out, "  device paths: self (one rank: the input copied to the output on the stream, in place "
                   "nothing to do; capturable)");
     else if (hiar_plan_alone_over_mpi(&in))

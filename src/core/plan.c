@@ -221,6 +221,17 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limit
  * rank on one H100, 8 buckets of 25 MB behind 2 ms kernels: the training
  * step 165.8 ms staged and blocking, 60.4 ms on the progress engine).
  */
+/*
+ * A comm of one rank: the sum is the input, copied on the stream (the self
+ * transport), capturable.  Staged, a 16 MB bf16 call took 4556 us on one
+ * H100 (hiar-bench --split's intra at one rank a group, 2026-12-06), waited
+ * on the host and refused graph capture.
+ */
+int hiar_plan_self(const hiar_plan_input_t *in)
+{
+    return in->self && in->nranks == 1;
+}
+
 int hiar_plan_alone_over_mpi(const hiar_plan_input_t *in)
 {
     return in->ngroups == in->nranks && in->nranks > 1 &&
@@ -408,13 +419,7 @@ hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in)
     hiar_plan_limits(in, &l);
     if (!in->device)
         return plan_of(choose_alg(in, &l, in->ngroups, 1), HIAR_VIA_HOST, HIAR_KERNEL_NONE);
-    /*
-     * A comm of one rank: the sum is the input, copied on the stream (the
-     * self transport), capturable.  Staged, a 16 MB bf16 call took 4556 us
-     * on one H100 (hiar-bench --split's intra at one rank a group,
-     * 2026-12-06), waited on the host and refused graph capture.
-     */
-    if (in->self && in->nranks == 1)
+    if (hiar_plan_self(in))
         return plan_of(HIAR_ALG_ONESHOT, HIAR_VIA_DEVICE, HIAR_KERNEL_NONE);
     alg = choose_alg(in, &l, in->ngroups, hiar_plan_alone_over_mpi(in));
     if (in->ipc && in->ngroups == 1 && alg != HIAR_ALG_MPI)

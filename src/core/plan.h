@@ -209,6 +209,8 @@ typedef struct {
 
 void hiar_plan_slots(const hiar_plan_input_t *in, hiar_plan_slots_t *out);
 hiar_plan_t hiar_plan_choose(const hiar_plan_input_t *in);
+/* Whether device calls take the self transport's copy: a comm of one rank on its GPU (whatever HIAR_ALGO says). */
+int hiar_plan_self(const hiar_plan_input_t *in);
 /* Whether device calls of a comm whose every rank is alone in its group go over MPI (no step between groups to take
  * them; host calls always do). */
 int hiar_plan_alone_over_mpi(const hiar_plan_input_t *in);
