@@ -9,6 +9,9 @@
  * Example: 10 MB in chunks of 4 MB, 2 shards, shard 1, pieces of 512 KB:
  * chunks [0,4M) [4M,8M) [8M,10M); the shard is [2M,4M) of the full chunks
  * (4 pieces each) and [1M,2M) of the last (2 pieces): 10 pieces.
+ * hiar_pieces_ramp then cuts the first and last pieces smaller (the same
+ * bytes in the same order), which every consumer sees through
+ * hiar_pieces_count and hiar_pieces_at.
  */
 #ifndef HIAR_PIECES_H
 #define HIAR_PIECES_H
@@ -22,7 +25,17 @@ typedef struct {
     size_t last_lo, last_n; /* in the last chunk (which may be full too) */
     int nfull;              /* chunks before the last */
     int per_full, per_last; /* pieces of the shard in them */
+    int ends, cut;          /* the job's first and last `ends` pieces each cut in `cut` (hiar_pieces_ramp) */
 } hiar_pieces_t;
+
+/*
+ * A piece at the ends is cut on multiples of HIAR_PIECES_CUT_ALIGN bytes
+ * (of every element's size and of the kernels' units), into parts of at
+ * least HIAR_PIECES_CUT_MIN: smaller ones would cost the thread an MPI
+ * message each for little (the cut was timed with 64 KB parts: core/hosts.c).
+ */
+#define HIAR_PIECES_CUT_ALIGN 64
+#define HIAR_PIECES_CUT_MIN ((size_t)16 << 10)
 
 /* The shard's bytes [*lo, *lo + *n) of a chunk of `bytes`. */
 HIAR_HD static inline void hiar_pieces_shard(size_t bytes, size_t unit, int nshards, int s, size_t *lo, size_t *n)
@@ -47,6 +60,20 @@ static inline hiar_pieces_t hiar_pieces_make(size_t bytes, size_t chunk, size_t 
     hiar_pieces_shard(bytes - (size_t)g.nfull * chunk, unit, nshards, s, &g.last_lo, &g.last_n);
     g.per_full = (int)((g.n + piece - 1) / piece);
     g.per_last = (int)((g.last_n + piece - 1) / piece);
+    g.ends = g.cut = 0;
+    return g;
+}
+
+/*
+ * g with its first and last `ends` pieces each cut in `cut`, where it has
+ * more than 2 x ends pieces and such a piece has at least `cut` x
+ * HIAR_PIECES_CUT_MIN bytes (else it stays whole): the same bytes in the
+ * same order, in smaller pieces at both ends.
+ */
+static inline hiar_pieces_t hiar_pieces_ramp(hiar_pieces_t g, int ends, int cut)
+{
+    g.ends = ends;
+    g.cut = cut;
     return g;
 }
 
@@ -70,7 +97,8 @@ static inline hiar_pieces_t hiar_pieces_part(hiar_pieces_t g, size_t unit, int n
     return g;
 }
 
-HIAR_HD static inline int hiar_pieces_count(const hiar_pieces_t *g)
+/* The pieces before the ramp's cut (hiar_pieces_ramp). */
+HIAR_HD static inline int hiar_pieces_uncut(const hiar_pieces_t *g)
 {
     return g->nfull * g->per_full + g->per_last;
 }
@@ -83,15 +111,83 @@ HIAR_HD static inline size_t hiar_pieces_largest(const hiar_pieces_t *g)
     return most < g->piece ? most : g->piece;
 }
 
-/* Piece i (< hiar_pieces_count): bytes [*off, *off + *bytes) of the call. */
+/* Uncut piece k (< hiar_pieces_uncut): bytes [*off, *off + *bytes) of the call. */
+HIAR_HD static inline void hiar_pieces_uncut_at(const hiar_pieces_t *g, int k, size_t *off, size_t *bytes)
+{
+    int full = g->nfull * g->per_full, c = k < full ? k / g->per_full : g->nfull;
+    size_t j = (size_t)(k < full ? k % g->per_full : k - full) * g->piece;
+    size_t n = k < full ? g->n : g->last_n;
+
+    *off = (size_t)c * g->chunk + (k < full ? g->lo : g->last_lo) + j;
+    *bytes = n - j < g->piece ? n - j : g->piece;
+}
+
+/* The uncut pieces cut at each end: g->ends where there are more than twice as many, else none. */
+HIAR_HD static inline int hiar_pieces_ends(const hiar_pieces_t *g, int uncut)
+{
+    return uncut > 2 * g->ends ? g->ends : 0;
+}
+
+/* Uncut piece k at an end: where it is, and in how many pieces it is cut. */
+HIAR_HD static inline int hiar_pieces_end_at(const hiar_pieces_t *g, int k, size_t *off, size_t *bytes)
+{
+    hiar_pieces_uncut_at(g, k, off, bytes);
+    return *bytes >= (size_t)g->cut * HIAR_PIECES_CUT_MIN ? g->cut : 1;
+}
+
+/*
+ * Among the e uncut pieces from *k on, at the ends: the one that piece *i
+ * (counted from the first of them) falls in, as *k, with *i within it and
+ * its place (*off, *bytes) and cut (the return); 0 where the e pieces end
+ * before it, *i then counted from their end.
+ */
+HIAR_HD static inline int hiar_pieces_in_ends(const hiar_pieces_t *g, int e, int *k, int *i, size_t *off,
+                                              size_t *bytes)
+{
+    for (int last = *k + e; *k < last; (*k)++) {
+        int cut = hiar_pieces_end_at(g, *k, off, bytes);
+        if (*i < cut)
+            return cut;
+        *i -= cut;
+    }
+    return 0;
+}
+
+HIAR_HD static inline int hiar_pieces_count(const hiar_pieces_t *g)
+{
+    int uncut = hiar_pieces_uncut(g), e = hiar_pieces_ends(g, uncut), n = uncut;
+    size_t off, bytes;
+
+    for (int k = 0; k < e; k++)
+        n += hiar_pieces_end_at(g, k, &off, &bytes) + hiar_pieces_end_at(g, uncut - 1 - k, &off, &bytes) - 2;
+    return n;
+}
+
+/*
+ * Piece i (< hiar_pieces_count): bytes [*off, *off + *bytes) of the call.
+ * Part j of a piece cut in `cut` starts at j x bytes / cut rounded down
+ * to HIAR_PIECES_CUT_ALIGN: none empty, since bytes / cut is at least that.
+ */
 HIAR_HD static inline void hiar_pieces_at(const hiar_pieces_t *g, int i, size_t *off, size_t *bytes)
 {
-    int full = g->nfull * g->per_full, c = i < full ? i / g->per_full : g->nfull;
-    size_t j = (size_t)(i < full ? i % g->per_full : i - full) * g->piece;
-    size_t n = i < full ? g->n : g->last_n;
+    int uncut = hiar_pieces_uncut(g), e = hiar_pieces_ends(g, uncut), k = 0, cut;
+    size_t lo, hi;
 
-    *off = (size_t)c * g->chunk + (i < full ? g->lo : g->last_lo) + j;
-    *bytes = n - j < g->piece ? n - j : g->piece;
+    *off = *bytes = 0; /* for an i past the last piece */
+    if (!(cut = hiar_pieces_in_ends(g, e, &k, &i, off, bytes))) {
+        if (i < uncut - 2 * e) {
+            hiar_pieces_uncut_at(g, k + i, off, bytes);
+            return;
+        }
+        i -= uncut - 2 * e;
+        k = uncut - e;
+        if ((cut = hiar_pieces_in_ends(g, e, &k, &i, off, bytes)) < 2)
+            return;
+    }
+    lo = *bytes * (size_t)i / (size_t)cut / HIAR_PIECES_CUT_ALIGN * HIAR_PIECES_CUT_ALIGN;
+    hi = i + 1 == cut ? *bytes : *bytes * (size_t)(i + 1) / (size_t)cut / HIAR_PIECES_CUT_ALIGN * HIAR_PIECES_CUT_ALIGN;
+    *off += lo;
+    *bytes = hi - lo;
 }
 
 /*

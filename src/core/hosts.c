@@ -49,6 +49,21 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * between consecutive runs (1836-2401 us at 16 MB).
  */
 #define HOSTS_PIECE_BYTES ((size_t)256 << 10)
+/*
+ * A job's first and last 2 pieces each cut in 4 (base/pieces.h): the
+ * wire waits for the first piece's copy out and the call for the last
+ * one's reduction (doc/guide.md, "MPI between hosts": at 16 MB on one
+ * H100, the wire busy from then on, at the link column's speed; a block
+ * took about 80 us to copy a 256 KB piece out and 175 us to reduce one).
+ * On one H100 (2026-12-06, 2 simulated hosts of 2, bf16, --split, the
+ * uncut tree and the cut one in turn, five rounds at 16 and 64 MB, three
+ * at 256 MB; hiar's us): 16 MB uncut 2699, 2744, 3081, 2880, 2971 (mean
+ * 2875), cut 2663, 2305, 2562, 2825, 2502 (2571); 64 MB 10068 against
+ * 9680 on average, 256 MB 38414 against 37534.  The link column moved
+ * from 1854 to 3648 us at 16 MB over these runs.
+ */
+#define HOSTS_RAMP_ENDS 2
+#define HOSTS_RAMP_CUT 4
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
  * Eager jobs take these slots in turn (their flags), and share one ring's
@@ -538,7 +553,8 @@ static hiar_result_t job_area(hiar_hosts_t *h, int slot, int capturing, size_t n
 static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hiar_pieces_t pieces, int capturing)
 {
     int slot = 0;
-    hiar_progress_job_t job = {.link = link, .persistent = capturing, .pieces = pieces};
+    hiar_progress_job_t job = {.link = link, .persistent = capturing,
+                               .pieces = hiar_pieces_ramp(pieces, HOSTS_RAMP_ENDS, HOSTS_RAMP_CUT)};
     hiar_hosts_job_t k = {.data = c->recvbuf, .src = c->sendbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */
