@@ -30,7 +30,8 @@ typedef struct {
 
 /*
  * A piece at the ends is cut on multiples of HIAR_PIECES_CUT_ALIGN bytes
- * (of every element's size and of the kernels' units), into parts of at
+ * from its start (of every element's size and of the kernels' units; a
+ * piece starts on a 16-byte unit), into parts of at
  * least HIAR_PIECES_CUT_MIN: smaller ones would cost the thread an MPI
  * message each for little (the cut was timed with 64 KB parts: core/hosts.c).
  */
@@ -68,7 +69,8 @@ static inline hiar_pieces_t hiar_pieces_make(size_t bytes, size_t chunk, size_t 
  * g with its first and last `ends` pieces each cut in `cut`, where it has
  * more than 2 x ends pieces and such a piece has at least `cut` x
  * HIAR_PIECES_CUT_MIN bytes (else it stays whole): the same bytes in the
- * same order, in smaller pieces at both ends.
+ * same order, in smaller pieces at both ends.  ends >= 0; a cut below 2
+ * cuts nothing.
  */
 static inline hiar_pieces_t hiar_pieces_ramp(hiar_pieces_t g, int ends, int cut)
 {
@@ -103,7 +105,7 @@ HIAR_HD static inline int hiar_pieces_uncut(const hiar_pieces_t *g)
     return g->nfull * g->per_full + g->per_last;
 }
 
-/* The bytes of the largest piece. */
+/* The bytes of the largest piece (before the ramp's cut: at least those of any piece). */
 HIAR_HD static inline size_t hiar_pieces_largest(const hiar_pieces_t *g)
 {
     size_t most = g->nfull && g->n > g->last_n ? g->n : g->last_n;
@@ -128,66 +130,67 @@ HIAR_HD static inline int hiar_pieces_ends(const hiar_pieces_t *g, int uncut)
     return uncut > 2 * g->ends ? g->ends : 0;
 }
 
-/* Uncut piece k at an end: where it is, and in how many pieces it is cut. */
-HIAR_HD static inline int hiar_pieces_end_at(const hiar_pieces_t *g, int k, size_t *off, size_t *bytes)
+/* The pieces uncut piece k, at an end, is cut in: g->cut where each part gets HIAR_PIECES_CUT_MIN, else 1. */
+HIAR_HD static inline int hiar_pieces_parts(const hiar_pieces_t *g, int k)
 {
-    hiar_pieces_uncut_at(g, k, off, bytes);
-    return *bytes >= (size_t)g->cut * HIAR_PIECES_CUT_MIN ? g->cut : 1;
+    size_t off, bytes;
+
+    hiar_pieces_uncut_at(g, k, &off, &bytes);
+    return g->cut > 1 && bytes >= (size_t)g->cut * HIAR_PIECES_CUT_MIN ? g->cut : 1;
 }
 
 /*
- * Among the e uncut pieces from *k on, at the ends: the one that piece *i
- * (counted from the first of them) falls in, as *k, with *i within it and
- * its place (*off, *bytes) and cut (the return); 0 where the e pieces end
- * before it, *i then counted from their end.
+ * Where part j of `parts` of a piece of `bytes` starts, from the piece's
+ * start: j x bytes / parts rounded down to HIAR_PIECES_CUT_ALIGN, and
+ * bytes for j = parts.  Since bytes / parts is at least
+ * HIAR_PIECES_CUT_MIN (a multiple of the align), so is every part.
  */
-HIAR_HD static inline int hiar_pieces_in_ends(const hiar_pieces_t *g, int e, int *k, int *i, size_t *off,
-                                              size_t *bytes)
+HIAR_HD static inline size_t hiar_pieces_cut_point(size_t bytes, int j, int parts)
 {
-    for (int last = *k + e; *k < last; (*k)++) {
-        int cut = hiar_pieces_end_at(g, *k, off, bytes);
-        if (*i < cut)
-            return cut;
-        *i -= cut;
-    }
-    return 0;
+    return j == parts ? bytes : bytes * (size_t)j / (size_t)parts / HIAR_PIECES_CUT_ALIGN * HIAR_PIECES_CUT_ALIGN;
 }
 
 HIAR_HD static inline int hiar_pieces_count(const hiar_pieces_t *g)
 {
     int uncut = hiar_pieces_uncut(g), e = hiar_pieces_ends(g, uncut), n = uncut;
-    size_t off, bytes;
 
     for (int k = 0; k < e; k++)
-        n += hiar_pieces_end_at(g, k, &off, &bytes) + hiar_pieces_end_at(g, uncut - 1 - k, &off, &bytes) - 2;
+        n += hiar_pieces_parts(g, k) + hiar_pieces_parts(g, uncut - 1 - k) - 2;
     return n;
 }
 
 /*
- * Piece i (< hiar_pieces_count): bytes [*off, *off + *bytes) of the call.
- * Part j of a piece cut in `cut` starts at j x bytes / cut rounded down
- * to HIAR_PIECES_CUT_ALIGN: none empty, since bytes / cut is at least that.
+ * Piece i (< hiar_pieces_count): bytes [*off, *off + *bytes) of the call
+ * (none past the last).  In order: the parts of the first e uncut pieces,
+ * the uncut pieces between, whole, and the parts of the last e.
  */
 HIAR_HD static inline void hiar_pieces_at(const hiar_pieces_t *g, int i, size_t *off, size_t *bytes)
 {
-    int uncut = hiar_pieces_uncut(g), e = hiar_pieces_ends(g, uncut), k = 0, cut;
-    size_t lo, hi;
+    int uncut = hiar_pieces_uncut(g), e = hiar_pieces_ends(g, uncut), middle = uncut - 2 * e;
 
-    *off = *bytes = 0; /* for an i past the last piece */
-    if (!(cut = hiar_pieces_in_ends(g, e, &k, &i, off, bytes))) {
-        if (i < uncut - 2 * e) {
-            hiar_pieces_uncut_at(g, k + i, off, bytes);
-            return;
+    *off = *bytes = 0;
+    for (int j = 0; j <= 2 * e; j++) {
+        int k = j < e ? j : middle + j - 1, parts; /* j > e: the last e, uncut - e on */
+        size_t lo, hi;
+        if (j == e) {
+            if (i < middle) {
+                hiar_pieces_uncut_at(g, e + i, off, bytes);
+                return;
+            }
+            i -= middle;
+            continue;
         }
-        i -= uncut - 2 * e;
-        k = uncut - e;
-        if ((cut = hiar_pieces_in_ends(g, e, &k, &i, off, bytes)) < 2)
-            return;
+        if (i >= (parts = hiar_pieces_parts(g, k))) {
+            i -= parts;
+            continue;
+        }
+        hiar_pieces_uncut_at(g, k, off, bytes);
+        lo = hiar_pieces_cut_point(*bytes, i, parts);
+        hi = hiar_pieces_cut_point(*bytes, i + 1, parts);
+        *off += lo;
+        *bytes = hi - lo;
+        return;
     }
-    lo = *bytes * (size_t)i / (size_t)cut / HIAR_PIECES_CUT_ALIGN * HIAR_PIECES_CUT_ALIGN;
-    hi = i + 1 == cut ? *bytes : *bytes * (size_t)(i + 1) / (size_t)cut / HIAR_PIECES_CUT_ALIGN * HIAR_PIECES_CUT_ALIGN;
-    *off += lo;
-    *bytes = hi - lo;
 }
 
 /*

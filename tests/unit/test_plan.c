@@ -843,70 +843,91 @@ Test(range, ipc_pieces_cover_each_shard_once)
 }
 
 /*
- * The pieces between hosts (base/pieces.h), cut at the ends or not: every
- * byte of every chunk in one piece of one shard; a shard's pieces in order,
- * none empty, none larger than `piece`, each on a 16-byte unit; a job's
- * pieces at its ends, cut, merge back into the uncut ones; a full piece at
- * an end of a long enough job is cut in `cut`.
+ * One job's pieces (g, cut at `ends` in `cut`) against its uncut ones: the
+ * checks of hosts_pieces_cover_each_byte_once_cut_or_not; marks the 16-byte
+ * units they take in seen; the parts of cut pieces.
+ */
+static int check_hosts_pieces(hiar_pieces_t g, int ends, int cut, size_t total, unsigned char *seen)
+{
+    hiar_pieces_t ramped = hiar_pieces_ramp(g, ends, cut);
+    int n = hiar_pieces_count(&ramped), uncut = hiar_pieces_count(&g), k = 0, parts = 0, cut_parts = 0, want = 1;
+    size_t end = 0, uoff = 0, ubytes = 0, merged = 0;
+
+    for (int i = 0; i < n; i++) {
+        size_t off, bytes;
+        hiar_pieces_at(&ramped, i, &off, &bytes);
+        cr_assert(bytes > 0 && bytes <= g.piece && off % 16 == 0 && off >= end && off + bytes <= total,
+                  "total %zu piece %zu, ramp %d x %d: piece %d at %zu of %zu bytes", total, g.piece, ends, cut, i,
+                  off, bytes);
+        for (size_t u = off / 16; u < (off + bytes + 15) / 16; u++)
+            seen[u]++;
+        end = off + bytes;
+        if (!merged) { /* the uncut piece this one starts, and in how many it should be */
+            cr_assert(k < uncut, "total %zu ramp %d x %d: piece %d past the uncut ones", total, ends, cut, i);
+            hiar_pieces_at(&g, k, &uoff, &ubytes);
+            want = cut > 1 && uncut > 2 * ends && (k < ends || k >= uncut - ends) &&
+                           ubytes >= (size_t)cut * HIAR_PIECES_CUT_MIN
+                       ? cut
+                       : 1;
+        }
+        cr_assert(off == uoff + merged, "piece %d is not where uncut piece %d goes on (total %zu, ramp %d x %d)", i,
+                  k, total, ends, cut);
+        cr_assert(want == 1 || (bytes >= HIAR_PIECES_CUT_MIN && merged % HIAR_PIECES_CUT_ALIGN == 0),
+                  "total %zu: a part of %zu bytes at %zu of its piece", total, bytes, merged);
+        merged += bytes;
+        parts++;
+        cr_assert(merged <= ubytes);
+        if (merged == ubytes) {
+            cr_assert(parts == want, "total %zu ramp %d x %d: uncut piece %d of %d (%zu bytes) in %d pieces, not %d",
+                      total, ends, cut, k, uncut, ubytes, parts, want);
+            cut_parts += want > 1 ? parts : 0;
+            merged = 0;
+            parts = 0;
+            k++;
+        }
+    }
+    cr_assert(k == uncut && !merged, "total %zu ramp %d x %d: %d of %d uncut pieces", total, ends, cut, k, uncut);
+    return cut_parts;
+}
+
+/*
+ * The pieces between hosts (base/pieces.h), cut at the ends or not, of
+ * each part of each shard: every byte of every chunk in one piece; a
+ * job's pieces in order, none empty, none larger than `piece`, each on a
+ * 16-byte unit; merged, the uncut pieces; a piece cut exactly where it is
+ * one of the first or last `ends` of a job of more than 2 x ends pieces
+ * and has `cut` x HIAR_PIECES_CUT_MIN bytes, into `cut` parts of at least
+ * that on HIAR_PIECES_CUT_ALIGN from its start; whole elsewhere.
  */
 Test(range, hosts_pieces_cover_each_byte_once_cut_or_not)
 {
     static const size_t totals[] = {1, 100, 4096 + 7, 300007, (1 << 20) + 48, 3 * (1 << 20) + 16};
     static const size_t chunks[] = {64 << 10, 1 << 20}, pieces[] = {256 << 10, (64 << 10) + 16};
-    static const int ramps[][2] = {{0, 0}, {2, 4}, {1, 3}};
+    static const int ramps[][2] = {{0, 0}, {2, 4}, {1, 3}, {2, 0}, {2, 1}};
+    enum { NRAMPS = sizeof(ramps) / sizeof(ramps[0]) };
     int cut_parts = 0;
 
     for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++)
         for (size_t c = 0; c < 2; c++)
             for (size_t p = 0; p < 2; p++)
                 for (int nshards = 1; nshards <= 4; nshards++)
-                    for (int r = 0; r < 3; r++) {
-                        size_t total = totals[t], units = (total + 15) / 16, piece = pieces[p];
-                        unsigned char *seen = calloc(units, 1);
-                        int cutting = 0; /* parts of cut pieces */
-                        cr_assert(seen != NULL);
-                        for (int s = 0; s < nshards; s++) {
-                            hiar_pieces_t g = hiar_pieces_make(total, chunks[c], 16, nshards, s, piece);
-                            hiar_pieces_t cut = hiar_pieces_ramp(g, ramps[r][0], ramps[r][1]);
-                            int n = hiar_pieces_count(&cut), uncut = hiar_pieces_count(&g), k = 0;
-                            size_t end = 0, uoff = 0, ubytes = 0, merged = 0;
-                            for (int i = 0; i < n; i++) {
-                                size_t off, bytes;
-                                hiar_pieces_at(&cut, i, &off, &bytes);
-                                cr_assert(bytes > 0 && bytes <= piece && off % 16 == 0 && off >= end &&
-                                              off + bytes <= total,
-                                          "total %zu chunk %zu piece %zu shard %d of %d, ramp %d: piece %d at "
-                                          "%zu of %zu bytes", total, chunks[c], piece, s, nshards, r, i, off, bytes);
-                                for (size_t u = off / 16; u < (off + bytes + 15) / 16; u++)
-                                    seen[u]++;
-                                end = off + bytes;
-                                if (!merged) /* the uncut piece this one starts */
-                                    hiar_pieces_at(&g, k, &uoff, &ubytes);
-                                cr_assert(k < uncut && off == uoff + merged, "piece %d is not where uncut piece %d "
-                                          "goes on (total %zu, shard %d, ramp %d)", i, k, total, s, r);
-                                if ((k < ramps[r][0] || k >= uncut - ramps[r][0]) && uncut > 2 * ramps[r][0] &&
-                                    ubytes >= (size_t)ramps[r][1] * HIAR_PIECES_CUT_MIN) {
-                                    cr_assert(bytes <= ubytes / (size_t)ramps[r][1] + 64,
-                                              "a piece of %zu bytes at an end cut in parts of %zu, not in %d",
-                                              ubytes, bytes, ramps[r][1]);
-                                    cutting++;
-                                }
-                                merged += bytes;
-                                cr_assert(merged <= ubytes);
-                                if (merged == ubytes) {
-                                    merged = 0;
-                                    k++;
-                                }
-                            }
-                            cr_assert(k == uncut && !merged, "total %zu shard %d ramp %d: %d of %d uncut pieces",
-                                      total, s, r, k, uncut);
+                    for (int nparts = 1; nparts <= 2; nparts++)
+                        for (int r = 0; r < NRAMPS; r++) {
+                            size_t total = totals[t], units = (total + 15) / 16;
+                            unsigned char *seen = calloc(units, 1);
+                            cr_assert(seen != NULL);
+                            for (int s = 0; s < nshards; s++)
+                                for (int q = 0; q < nparts; q++)
+                                    cut_parts += check_hosts_pieces(
+                                        hiar_pieces_part(hiar_pieces_make(total, chunks[c], 16, nshards, s, pieces[p]),
+                                                         16, nparts, q),
+                                        ramps[r][0], ramps[r][1], total, seen);
+                            for (size_t u = 0; u < units; u++)
+                                cr_assert(seen[u] == 1, "total %zu chunk %zu piece %zu, %d shards of %d parts, "
+                                          "ramp %d: unit %zu taken %d times", total, chunks[c], pieces[p], nshards,
+                                          nparts, r, u, seen[u]);
+                            free(seen);
                         }
-                        for (size_t u = 0; u < units; u++)
-                            cr_assert(seen[u] == 1, "total %zu chunk %zu piece %zu, %d shards, ramp %d: unit %zu "
-                                      "taken %d times", total, chunks[c], piece, nshards, r, u, seen[u]);
-                        free(seen);
-                        cut_parts += cutting;
-                    }
     cr_expect(cut_parts > 100, "only %d parts of cut pieces: the cases do not cut", cut_parts);
 }
 
