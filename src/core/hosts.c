@@ -56,11 +56,13 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * H100, the wire busy from then on, at the link column's speed; a block
  * took about 80 us to copy a 256 KB piece out and 175 us to reduce one).
  * On one H100 (2026-12-06, 2 simulated hosts of 2, bf16, --split, the
- * uncut tree and the cut one in turn, five rounds at 16 and 64 MB, three
- * at 256 MB; hiar's us): 16 MB uncut 2699, 2744, 3081, 2880, 2971 (mean
- * 2875), cut 2663, 2305, 2562, 2825, 2502 (2571); 64 MB 10068 against
- * 9680 on average, 256 MB 38414 against 37534.  The link column moved
- * from 1854 to 3648 us at 16 MB over these runs.
+ * uncut tree and the cut one in turn, seven rounds in two machine starts
+ * at 16 and 64 MB, three at 256 MB; hiar's us, then hiar/max(intra, link)):
+ * 16 MB uncut 2699, 2744, 3081, 2880, 2971, 2751, 2774 (mean 2843; 1.29,
+ * 1.31, 1.10, 1.16, 1.23, 1.24, 1.21), cut 2663, 2305, 2562, 2825, 2502,
+ * 2789, 2575 (mean 2603; 1.15, 1.24, 0.70, 1.13, 1.12, 1.16, 1.13); 64 MB
+ * 9944 against 9629 on average, 256 MB 38414 against 37534.  The link
+ * column moved from 1854 to 3648 us at 16 MB over these runs.
  */
 #define HOSTS_RAMP_ENDS 2
 #define HOSTS_RAMP_CUT 4
