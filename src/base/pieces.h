@@ -31,9 +31,9 @@ typedef struct {
 /*
  * A piece at the ends is cut on multiples of HIAR_PIECES_CUT_ALIGN bytes
  * from its start (of every element's size and of the kernels' units; a
- * piece starts on a 16-byte unit), into parts of at
- * least HIAR_PIECES_CUT_MIN: smaller ones would cost the thread an MPI
- * message each for little (the cut was timed with 64 KB parts: core/hosts.c).
+ * piece starts on a 16-byte unit), into parts of at least
+ * HIAR_PIECES_CUT_MIN: smaller ones would cost the thread an MPI message
+ * each for little (the cut was timed with 64 KB parts: core/hosts.c).
  */
 #define HIAR_PIECES_CUT_ALIGN 64
 #define HIAR_PIECES_CUT_MIN ((size_t)16 << 10)
