@@ -26,17 +26,15 @@ typedef struct {
     int nfull;              /* chunks before the last */
     int per_full, per_last; /* pieces of the shard in them */
     int ends, cut;          /* the job's first and last `ends` pieces each cut in `cut` (hiar_pieces_ramp) */
+    size_t least;           /* ... where each part gets this many bytes */
 } hiar_pieces_t;
 
 /*
  * A piece at the ends is cut on multiples of HIAR_PIECES_CUT_ALIGN bytes
  * from its start (of every element's size and of the kernels' units; a
- * piece starts on a 16-byte unit), into parts of at least
- * HIAR_PIECES_CUT_MIN: smaller ones would cost the thread an MPI message
- * each for little (the cut was timed with 64 KB parts: core/hosts.c).
+ * piece starts on a 16-byte unit).
  */
 #define HIAR_PIECES_CUT_ALIGN 64
-#define HIAR_PIECES_CUT_MIN ((size_t)16 << 10)
 
 /* The shard's bytes [*lo, *lo + *n) of a chunk of `bytes`. */
 HIAR_HD static inline void hiar_pieces_shard(size_t bytes, size_t unit, int nshards, int s, size_t *lo, size_t *n)
@@ -62,20 +60,22 @@ static inline hiar_pieces_t hiar_pieces_make(size_t bytes, size_t chunk, size_t 
     g.per_full = (int)((g.n + piece - 1) / piece);
     g.per_last = (int)((g.last_n + piece - 1) / piece);
     g.ends = g.cut = 0;
+    g.least = 0;
     return g;
 }
 
 /*
  * g with its first and last `ends` pieces each cut in `cut`, where it has
- * more than 2 x ends pieces and such a piece has at least `cut` x
- * HIAR_PIECES_CUT_MIN bytes (else it stays whole): the same bytes in the
- * same order, in smaller pieces at both ends.  ends >= 0; a cut below 2
- * cuts nothing.
+ * more than 2 x ends pieces and such a piece has at least `cut` x `least`
+ * bytes (else it stays whole): the same bytes in the same order, in
+ * smaller pieces at both ends.  ends >= 0; a cut below 2 cuts nothing;
+ * least >= HIAR_PIECES_CUT_ALIGN, so that no part is empty.
  */
-static inline hiar_pieces_t hiar_pieces_ramp(hiar_pieces_t g, int ends, int cut)
+static inline hiar_pieces_t hiar_pieces_ramp(hiar_pieces_t g, int ends, int cut, size_t least)
 {
     g.ends = ends;
     g.cut = cut;
+    g.least = least;
     return g;
 }
 
@@ -130,20 +130,22 @@ HIAR_HD static inline int hiar_pieces_ends(const hiar_pieces_t *g, int uncut)
     return uncut > 2 * g->ends ? g->ends : 0;
 }
 
-/* The pieces uncut piece k, at an end, is cut in: g->cut where each part gets HIAR_PIECES_CUT_MIN, else 1. */
+/* The pieces uncut piece k, at an end, is cut in: g->cut where each part gets g->least bytes, else 1. */
 HIAR_HD static inline int hiar_pieces_parts(const hiar_pieces_t *g, int k)
 {
     size_t off, bytes;
 
     hiar_pieces_uncut_at(g, k, &off, &bytes);
-    return g->cut > 1 && bytes >= (size_t)g->cut * HIAR_PIECES_CUT_MIN ? g->cut : 1;
+    return g->cut > 1 && bytes >= (size_t)g->cut * g->least ? g->cut : 1;
 }
 
 /*
  * Where part j of `parts` of a piece of `bytes` starts, from the piece's
  * start: j x bytes / parts rounded down to HIAR_PIECES_CUT_ALIGN, and
- * bytes for j = parts.  Since bytes / parts is at least
- * HIAR_PIECES_CUT_MIN (a multiple of the align), so is every part.
+ * bytes for j = parts.  Where bytes / parts is at least `least`
+ * (hiar_pieces_parts), every part has more than least -
+ * HIAR_PIECES_CUT_ALIGN bytes, and at least `least` where that is a
+ * multiple of the align.
  */
 HIAR_HD static inline size_t hiar_pieces_cut_point(size_t bytes, int j, int parts)
 {

@@ -66,6 +66,8 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  */
 #define HOSTS_RAMP_ENDS 2
 #define HOSTS_RAMP_CUT 4
+/* Parts of at least 16 KB: smaller ones would cost the thread an MPI message each for little. */
+#define HOSTS_RAMP_LEAST ((size_t)16 << 10)
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
  * Eager jobs take these slots in turn (their flags), and share one ring's
@@ -556,7 +558,7 @@ static hiar_result_t run_job(hiar_hosts_t *h, const hiar_call_t *c, int link, hi
 {
     int slot = 0;
     hiar_progress_job_t job = {.link = link, .persistent = capturing,
-                               .pieces = hiar_pieces_ramp(pieces, HOSTS_RAMP_ENDS, HOSTS_RAMP_CUT)};
+                               .pieces = hiar_pieces_ramp(pieces, HOSTS_RAMP_ENDS, HOSTS_RAMP_CUT, HOSTS_RAMP_LEAST)};
     hiar_hosts_job_t k = {.data = c->recvbuf, .src = c->sendbuf};
     hiar_hosts_area_t a;
     int npieces, used; /* positions the job uses */

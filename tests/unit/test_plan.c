@@ -842,6 +842,9 @@ Test(range, ipc_pieces_cover_each_shard_once)
                 }
 }
 
+/* The least part of a cut piece in these tests: a multiple of HIAR_PIECES_CUT_ALIGN, as core/hosts.c's. */
+#define HOSTS_LEAST ((size_t)16 << 10)
+
 /*
  * One job's pieces (g, cut at `ends` in `cut`) against its uncut ones: the
  * checks of hosts_pieces_cover_each_byte_once_cut_or_not; marks the 16-byte
@@ -849,7 +852,7 @@ Test(range, ipc_pieces_cover_each_shard_once)
  */
 static int check_hosts_pieces(hiar_pieces_t g, int ends, int cut, size_t total, unsigned char *seen)
 {
-    hiar_pieces_t ramped = hiar_pieces_ramp(g, ends, cut);
+    hiar_pieces_t ramped = hiar_pieces_ramp(g, ends, cut, HOSTS_LEAST);
     int n = hiar_pieces_count(&ramped), uncut = hiar_pieces_count(&g), k = 0, parts = 0, cut_parts = 0, want = 1;
     size_t end = 0, uoff = 0, ubytes = 0, merged = 0;
 
@@ -866,13 +869,13 @@ static int check_hosts_pieces(hiar_pieces_t g, int ends, int cut, size_t total, 
             cr_assert(k < uncut, "total %zu ramp %d x %d: piece %d past the uncut ones", total, ends, cut, i);
             hiar_pieces_at(&g, k, &uoff, &ubytes);
             want = cut > 1 && uncut > 2 * ends && (k < ends || k >= uncut - ends) &&
-                           ubytes >= (size_t)cut * HIAR_PIECES_CUT_MIN
+                           ubytes >= (size_t)cut * HOSTS_LEAST
                        ? cut
                        : 1;
         }
         cr_assert(off == uoff + merged, "piece %d is not where uncut piece %d goes on (total %zu, ramp %d x %d)", i,
                   k, total, ends, cut);
-        cr_assert(want == 1 || (bytes >= HIAR_PIECES_CUT_MIN && merged % HIAR_PIECES_CUT_ALIGN == 0),
+        cr_assert(want == 1 || (bytes >= HOSTS_LEAST && merged % HIAR_PIECES_CUT_ALIGN == 0),
                   "total %zu: a part of %zu bytes at %zu of its piece", total, bytes, merged);
         merged += bytes;
         parts++;
@@ -896,7 +899,7 @@ static int check_hosts_pieces(hiar_pieces_t g, int ends, int cut, size_t total, 
  * job's pieces in order, none empty, none larger than `piece`, each on a
  * 16-byte unit; merged, the uncut pieces; a piece cut exactly where it is
  * one of the first or last `ends` of a job of more than 2 x ends pieces
- * and has `cut` x HIAR_PIECES_CUT_MIN bytes, into `cut` parts of at least
+ * and has `cut` x `least` bytes, into `cut` parts of at least
  * that on HIAR_PIECES_CUT_ALIGN from its start; whole elsewhere.
  */
 Test(range, hosts_pieces_cover_each_byte_once_cut_or_not)

@@ -34,7 +34,7 @@
 #define RING 3
 #define PIECE_BYTES 1000 /* not a multiple of anything: offsets must be exact */
 #define CHUNK 2500
-#define BYTES (2 * CHUNK + 1700) /* pieces of 1000, 1000, 500 twice, then 1000, 700: positions reused unevenly */
+#define BYTES (2 * CHUNK + 1700) /* pieces of 1000, 1000, 500 twice, then 1000, 700 (cut: pieces()) */
 #define RECV_STRIDE 1040         /* the others' pieces lie this far apart; the gaps must stay untouched */
 #define GAP 0xEE
 #define SENT_LOG 512 /* messages a fake rank logs */
@@ -208,9 +208,14 @@ static unsigned char value(int rank, int round, size_t at)
     return (unsigned char)(rank * 131 + round * 17 + at * 7 + at / 251);
 }
 
+/*
+ * A job's pieces, its first and last 2 cut in 2 as core/hosts.c cuts a
+ * job's ends (parts of at least 256 bytes here): 448 and 552, 448 and 552,
+ * 500, 1000, 1000, 500, 448 and 552, 320 and 380 bytes.
+ */
 static hiar_pieces_t pieces(void)
 {
-    return hiar_pieces_make(BYTES, CHUNK, 1, 1, 0, PIECE_BYTES);
+    return hiar_pieces_ramp(hiar_pieces_make(BYTES, CHUNK, 1, 1, 0, PIECE_BYTES), 2, 2, 256);
 }
 
 /* The send and receive areas of a slot: its own, or with `shared` one for all, as the eager jobs' ring. */
@@ -783,6 +788,23 @@ static void test_pieces(void)
                      "order, and the largest");
 }
 
+/* The rounds' job (pieces()): its pieces as its comment lists them, one after another from 0 to BYTES. */
+static void test_cut_pieces(void)
+{
+    static const size_t want[] = {448, 552, 448, 552, 500, 1000, 1000, 500, 448, 552, 320, 380};
+    const hiar_pieces_t g = pieces();
+    int n = hiar_pieces_count(&g), ok = n == (int)(sizeof(want) / sizeof(want[0]));
+    size_t end = 0;
+
+    for (int i = 0; ok && i < n; i++) {
+        size_t off, bytes;
+        hiar_pieces_at(&g, i, &off, &bytes);
+        ok = off == end && bytes == want[i];
+        end = off + bytes;
+    }
+    expect(ok && end == BYTES, "cut pieces: the rounds' job has its first and last 2 pieces cut in 2, on 64 bytes");
+}
+
 /*
  * hiar_pieces_fitted: a link of more peers than its ring was laid out for
  * (core/hosts.c: ranks alone, the link over all of them beside rounds of 2
@@ -1122,6 +1144,7 @@ int main(int argc, char **argv)
     (void)argv;
 #endif
     test_pieces();
+    test_cut_pieces();
     test_pieces_fitted();
     test_rounds(2, 1, 0);
     test_rounds(2, 3, 0);
