@@ -26,7 +26,7 @@ typedef struct {
     int nfull;              /* chunks before the last */
     int per_full, per_last; /* pieces of the shard in them */
     int ends, cut;          /* the job's first and last `ends` pieces each cut in `cut` (hiar_pieces_ramp) */
-    size_t least;           /* ... where each part gets this many bytes */
+    size_t least;           /* ... where each part gets this many bytes (before the cut points' align) */
 } hiar_pieces_t;
 
 /*
@@ -130,7 +130,7 @@ HIAR_HD static inline int hiar_pieces_ends(const hiar_pieces_t *g, int uncut)
     return uncut > 2 * g->ends ? g->ends : 0;
 }
 
-/* The pieces uncut piece k, at an end, is cut in: g->cut where each part gets g->least bytes, else 1. */
+/* The pieces uncut piece k, at an end, is cut in: g->cut where it has g->cut x g->least bytes, else 1. */
 HIAR_HD static inline int hiar_pieces_parts(const hiar_pieces_t *g, int k)
 {
     size_t off, bytes;
@@ -143,9 +143,8 @@ HIAR_HD static inline int hiar_pieces_parts(const hiar_pieces_t *g, int k)
  * Where part j of `parts` of a piece of `bytes` starts, from the piece's
  * start: j x bytes / parts rounded down to HIAR_PIECES_CUT_ALIGN, and
  * bytes for j = parts.  Where bytes / parts is at least `least`
- * (hiar_pieces_parts), every part has more than least -
- * HIAR_PIECES_CUT_ALIGN bytes, and at least `least` where that is a
- * multiple of the align.
+ * (hiar_pieces_parts), every part has at least `least` rounded down to
+ * HIAR_PIECES_CUT_ALIGN bytes (`least` itself where it is a multiple).
  */
 HIAR_HD static inline size_t hiar_pieces_cut_point(size_t bytes, int j, int parts)
 {

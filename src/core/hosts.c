@@ -68,6 +68,7 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
 #define HOSTS_RAMP_CUT 4
 /* Parts of at least 16 KB: smaller ones would cost the thread an MPI message each for little. */
 #define HOSTS_RAMP_LEAST ((size_t)16 << 10)
+_Static_assert(HOSTS_RAMP_LEAST >= HIAR_PIECES_CUT_ALIGN, "a smaller least part could leave parts empty");
 #define HOSTS_RING HIAR_HOSTS_RING_MAX
 /*
  * Eager jobs take these slots in turn (their flags), and share one ring's
