@@ -541,6 +541,28 @@ static void test_retire(int n)
 }
 
 /* Every rank gets every other's pieces, round after round, through reused slots. */
+/*
+ * The sizes of a rank's sends (the first SENT_LOG) against its jobs'
+ * pieces (pieces()): a tag's sends (a job's ring position) carry, job after
+ * job, that position's pieces in order, each to the n - 1 others.
+ */
+static int sent_sizes_ok(const fake_t *f, int n)
+{
+    const hiar_pieces_t g = pieces();
+    int npieces = hiar_pieces_count(&g), seen[64 * HIAR_PROGRESS_MAX_RING] = {0};
+
+    for (int m = 0; m < f->nsent && m < SENT_LOG; m++) {
+        int t = f->sent_tag[m], q = t % HIAR_PROGRESS_MAX_RING, here = (npieces - q + RING - 1) / RING;
+        size_t off, bytes;
+        if (t < 0 || t >= (int)(sizeof(seen) / sizeof(seen[0])) || q >= RING)
+            return 0;
+        hiar_pieces_at(&g, q + seen[t]++ / (n - 1) % here * RING, &off, &bytes);
+        if (f->sent_bytes[m] != bytes)
+            return 0;
+    }
+    return 1;
+}
+
 static void test_rounds(int n, int nslots, int how)
 {
     int persistent = how & PERSISTENT, ahead = how & AHEAD;
@@ -563,9 +585,11 @@ static void test_rounds(int n, int nslots, int how)
         for (int s = 0; s < nslots; s++)
             bad += hiar_progress_slot_free(ranks[k].engine, s) == persistent;
     for (int k = 0; k < n; k++) /* every eager job once, captured ones never */
-        bad += !wire_ok(ranks[k].engine, persistent ? 0 : 40, nslots, hiar_now_ns() - t0);
+        bad += !wire_ok(ranks[k].engine, persistent ? 0 : 40, nslots, hiar_now_ns() - t0) ||
+               !sent_sizes_ok(&ranks[k].port, n);
     finish(ranks, n, &left);
-    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent, slots %s after, the wire's sums right",
+    snprintf(what, sizeof(what), "%d ranks, %d slots, %s jobs%s%s: 40 rounds, every byte as sent in pieces of their "
+             "sizes, slots %s after, the wire's sums right",
              n, nslots, persistent ? "persistent" : "eager",
              ahead ? ", calls queued ahead of their kernels" : "", how & SHARED ? ", one ring for all" : "",
              persistent ? "kept" : "free");
