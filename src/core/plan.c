@@ -214,14 +214,6 @@ static hiar_plan_t choose_ipc(const hiar_plan_input_t *in, const hiar_plan_limit
 }
 
 /*
- * Every rank alone in its group goes over MPI, but for device buffers whose
- * step between groups has somewhere to run: the kernels over groups on the
- * GPU, or the progress engine.  There the group's steps are a copy and
- * nothing, and the call goes as over any groups (np 2 as two hosts of one
- * rank on one H100, 8 buckets of 25 MB behind 2 ms kernels: the training
- * step 165.8 ms staged and blocking, 60.4 ms on the progress engine).
- */
-/*
  * A comm of one rank: the sum is the input, copied on the stream (the self
  * transport), capturable.  Staged, a 16 MB bf16 call took 4556 us on one
  * H100 (hiar-bench --split's intra at one rank a group, 2026-12-06), waited
@@ -232,6 +224,14 @@ int hiar_plan_self(const hiar_plan_input_t *in)
     return in->self && in->nranks == 1;
 }
 
+/*
+ * Every rank alone in its group goes over MPI, but for device buffers whose
+ * step between groups has somewhere to run: the kernels over groups on the
+ * GPU, or the progress engine.  There the group's steps are a copy and
+ * nothing, and the call goes as over any groups (np 2 as two hosts of one
+ * rank on one H100, 8 buckets of 25 MB behind 2 ms kernels: the training
+ * step 165.8 ms staged and blocking, 60.4 ms on the progress engine).
+ */
 int hiar_plan_alone_over_mpi(const hiar_plan_input_t *in)
 {
     return in->ngroups == in->nranks && in->nranks > 1 &&
