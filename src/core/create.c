@@ -265,15 +265,28 @@ hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *cfg, hiar
 
 /*
  * MPI_Comm_f2c of a handle that names no communicator gives an invalid C
- * handle without raising an MPI error: NULL in Open MPI (whose MPI_COMM_NULL
- * is a pointer to a real object), an integer no MPICH handle has.  All-zero
- * bits are that handle in both ABIs.
+ * handle without raising an MPI error, and MPI handed that handle crashes
+ * or stops the job (Intel MPI 2021.19 on hiar_comm_create_f(-1): a fatal
+ * "Invalid communicator" in MPI_Comm_test_inter).  Open MPI's is NULL (its
+ * MPI_COMM_NULL points to a real object).  MPICH's handles (Intel MPI's,
+ * and MPICH-derived MPIs') are the Fortran integers themselves: a kind in
+ * bits 30-31 (0: invalid) and an object type in bits 26-29 (1: a
+ * communicator), a layout its ABI keeps (MPI_COMM_WORLD 0x44000000,
+ * MPI_COMM_NULL 0x04000000); a handle of another shape is refused.  One
+ * of the right shape that names no communicator still reaches MPI.
  */
 static int comm_handle_invalid(MPI_Comm c)
 {
+#ifdef MPICH
+    _Static_assert(sizeof(MPI_Comm) == sizeof(int), "MPICH's communicators are integer handles");
+    unsigned h = (unsigned)c;
+
+    return (h >> 30) == 0 || ((h >> 26) & 0xfu) != 1u;
+#else
     static const MPI_Comm zero;
 
     return memcmp(&c, &zero, sizeof(c)) == 0;
+#endif
 }
 
 hiar_result_t hiar_comm_create_f(MPI_Fint fcomm, const hiar_config_t *cfg, hiar_comm_t **out)

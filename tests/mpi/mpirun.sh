@@ -2,8 +2,9 @@
 # Runs an MPI test program: mpirun.sh NP PROGRAM [ARGS...]
 #
 # Every HIAR_* variable of the caller reaches every rank (Open MPI forwards
-# only what -x names).  Exit 77 (automake's SKIP) when there is no mpirun.
-# A hang fails after HIAR_TEST_TIMEOUT seconds (default 300) instead of
+# only what -x names; MPICH's launcher, Hydra, as Intel MPI's, forwards the
+# whole environment: MPIRUN, configure's, may be either).  Exit 77
+# (automake's SKIP) when there is no mpirun.  A hang fails after HIAR_TEST_TIMEOUT seconds (default 300) instead of
 # blocking the whole `make check`.  HIAR_TEST_MPIRUN_ARGS adds options, e.g.
 # "--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any";
 # HIAR_TEST_BTL replaces the BTLs (default self,vader,tcp), e.g. self,tcp
@@ -38,14 +39,39 @@ TMPDIR=$session
 export TMPDIR
 
 timeout=${HIAR_TEST_TIMEOUT:-300}
+
+# MPICH's launcher (Hydra: MPICH, Intel MPI) passes the whole environment on
+# and takes no Open MPI options: HIAR_TEST_MPIRUN_ARGS's "-x NAME=VALUE"
+# become "-genv NAME VALUE"; a test that needs Open MPI's --mca is skipped.
+hydra= hydra_args=
+if "$MPIRUN" --version 2>&1 | grep -q -i -E 'hydra|Intel\(R\) MPI'; then
+    hydra=1 prev=
+    for a in $HIAR_TEST_MPIRUN_ARGS; do
+        case $prev,$a in
+        *,--mca)
+            echo "SKIP: Open MPI's --mca ($HIAR_TEST_MPIRUN_ARGS) under another MPI ($MPIRUN)"
+            exit 77
+            ;;
+        *,-x) ;;
+        -x,*) hydra_args="$hydra_args -genv ${a%%=*} ${a#*=}" ;;
+        *) hydra_args="$hydra_args $a" ;;
+        esac
+        prev=$a
+    done
+fi
 # --oversubscribe: 8 ranks on 2 cores; --bind-to none: binding oversubscribed
 # ranks to cores makes waiting ranks starve the working ones;
 # single_copy_mechanism none: containers often forbid the CMA copies vader uses.
 start=$(date +%s)
 set -x
-timeout -k 10 "$timeout" "$MPIRUN" --oversubscribe --bind-to none \
-    --mca btl "${HIAR_TEST_BTL:-self,vader,tcp}" --mca btl_vader_single_copy_mechanism none \
-    $HIAR_TEST_MPIRUN_ARGS $forward -np "$np" "$@"
+if [ -n "$hydra" ]; then
+    # Ranks unbound, as --bind-to none (Intel MPI pins each rank to a CPU of its own by default).
+    I_MPI_PIN=${I_MPI_PIN:-0} timeout -k 10 "$timeout" "$MPIRUN" $hydra_args -n "$np" "$@"
+else
+    timeout -k 10 "$timeout" "$MPIRUN" --oversubscribe --bind-to none \
+        --mca btl "${HIAR_TEST_BTL:-self,vader,tcp}" --mca btl_vader_single_copy_mechanism none \
+        $HIAR_TEST_MPIRUN_ARGS $forward -np "$np" "$@"
+fi
 rc=$?
 { set +x; } 2>/dev/null
 # 124, or 137 after -k; but mpirun itself exits 137 when a rank died of SIGKILL.

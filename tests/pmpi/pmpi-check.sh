@@ -38,7 +38,7 @@ launch() {
     echo "== $1 (np=$np${HIAR_TEST_HOSTS:+, $HIAR_TEST_HOSTS hosts}${HIAR_PMPI:+, HIAR_PMPI=$HIAR_PMPI}${args:+, $args})"
     "${CONFIG_SHELL:-/bin/sh}" "$srcdir/tests/mpi/mpirun.sh" "$np" sh -c '
         if [ -n "$HIAR_TEST_HOSTS" ]; then
-            HIAR_HOST_ID=host$(( ${OMPI_COMM_WORLD_RANK:?not under Open MPI} % HIAR_TEST_HOSTS ))
+            HIAR_HOST_ID=host$(( ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:?no MPI rank in the environment}} % HIAR_TEST_HOSTS ))
             export HIAR_HOST_ID
         fi
         if [ -n "$HIAR_TEST_PRELOAD" ]; then

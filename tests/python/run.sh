@@ -47,6 +47,7 @@ src=$(cd "$srcdir" && pwd)
 build=$(cd "${top_builddir:-.}" && pwd)
 PYTHONPATH="$src/python:$src/tests/python${PYTHONPATH:+:$PYTHONPATH}"
 HIAR_LIBRARY=${HIAR_LIBRARY:-$build/.libs/libhiar.so}
+"${CONFIG_SHELL:-/bin/sh}" "$src/tests/python/same-mpi.sh" "$python" "$HIAR_LIBRARY" || exit 77
 # A libhiar built with ASan (tests/sanitize.sh): its runtime preloaded into the
 # ranks' Python, so that it sees every allocation from the start, not only
 # those after ctypes loads libhiar (which verify_asan_link_order=0 allows).
