@@ -19,7 +19,10 @@ say() { echo "$*" | tee -a "$out/summary.txt"; }
 rm -rf /tmp/impi /tmp/impi-src && mkdir -p /tmp/impi &&
     tar xJf "$dev/impi.tar.xz" -C /tmp/impi && tar xJf "$dev/impi-build.tar.xz" -C /tmp ||
     { say "no Intel MPI build in $dev: run scripts/impi-build on the CPU machine"; exit 1; }
+[ "$(cat /tmp/impi-src/.dist-sha256 2>/dev/null)" = "$(sha256sum <"$(ls "$dev"/hiar-*.tar.gz | head -1)" | cut -d' ' -f1)" ] ||
+    { say "the Intel MPI build in $dev is of another tarball: run scripts/impi-build again"; exit 1; }
 libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
+[ -n "$libcuda" ] || say "no libcuda.so.1 in ldconfig: Intel MPI's offload may not find the driver"
 export I_MPI_ROOT=/tmp/impi/impi
 export PATH=$I_MPI_ROOT/bin:$PATH LD_LIBRARY_PATH=/tmp/impi-src/.libs:$I_MPI_ROOT/lib
 export I_MPI_OFFLOAD=1 I_MPI_OFFLOAD_MODE=cuda I_MPI_OFFLOAD_CUDA_LIBRARY=$libcuda I_MPI_FABRICS=shm

@@ -64,9 +64,11 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * 9944 against 9629 on average, 256 MB 38414 against 37534.  The link
  * column moved from 1854 to 3648 us at 16 MB over these runs.  Five more
  * rounds of the cut in another start: 16 MB 1.08, 1.37, 1.05, 1.18, 1.08.
- * Tried beside it there: 2 pieces in 8 (16 MB 2257-3638 us, median ratio
- * 1.23 against the tree's 1.08) and 4 pieces in 4 (2462, 2372 against
- * 2534, 2841), no better.  Jobs of 5-15 pieces (calls of 2-8 MB) outgrow
+ * Tried beside it there, each run after the tree in its round (on this VM
+ * often the faster place): 2 pieces in 8 (16 MB 2235-3638 us, median
+ * ratio 1.23 against the tree's 1.08) and 4 pieces in 4 (2462, 2372
+ * against 2534, 2841: two rounds, not enough to change the tree on).
+ * Jobs of 5-15 pieces (calls of 2-8 MB) outgrow
  * the ring when cut and are not slower for it: at 8 MB 1418, 1449 us cut,
  * 1675, 1693 uncut (doc/guide.md, "MPI between hosts").
  */

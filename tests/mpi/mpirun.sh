@@ -42,19 +42,26 @@ timeout=${HIAR_TEST_TIMEOUT:-300}
 
 # MPICH's launcher (Hydra: MPICH, Intel MPI) passes the whole environment on
 # and takes no Open MPI options: HIAR_TEST_MPIRUN_ARGS's "-x NAME=VALUE"
-# become "-genv NAME VALUE"; a test that needs Open MPI's --mca is skipped.
-hydra= hydra_args=
+# become "-genv NAME VALUE" (a bare "-x NAME" is forwarded anyway); a test
+# that needs Open MPI's --mca or BTLs (HIAR_TEST_BTL) is skipped.
+hydra= rest=
 if "$MPIRUN" --version 2>&1 | grep -q -i -E 'hydra|Intel\(R\) MPI'; then
     hydra=1 prev=
+    set -- -n "$np" "$@"
+    if [ -n "${HIAR_TEST_BTL:-}" ]; then
+        echo "SKIP: Open MPI's BTLs (HIAR_TEST_BTL=$HIAR_TEST_BTL) under another MPI ($MPIRUN)"
+        exit 77
+    fi
     for a in $HIAR_TEST_MPIRUN_ARGS; do
         case $prev,$a in
-        *,--mca)
-            echo "SKIP: Open MPI's --mca ($HIAR_TEST_MPIRUN_ARGS) under another MPI ($MPIRUN)"
+        *,--mca | *,-mca)
+            echo "SKIP: Open MPI's $a ($HIAR_TEST_MPIRUN_ARGS) under another MPI ($MPIRUN)"
             exit 77
             ;;
         *,-x) ;;
-        -x,*) hydra_args="$hydra_args -genv ${a%%=*} ${a#*=}" ;;
-        *) hydra_args="$hydra_args $a" ;;
+        -x,*=*) set -- -genv "${a%%=*}" "${a#*=}" "$@" ;;
+        -x,*) ;;
+        *) rest="$rest $a" ;;
         esac
         prev=$a
     done
@@ -66,7 +73,7 @@ start=$(date +%s)
 set -x
 if [ -n "$hydra" ]; then
     # Ranks unbound, as --bind-to none (Intel MPI pins each rank to a CPU of its own by default).
-    I_MPI_PIN=${I_MPI_PIN:-0} timeout -k 10 "$timeout" "$MPIRUN" $hydra_args -n "$np" "$@"
+    I_MPI_PIN=${I_MPI_PIN:-0} timeout -k 10 "$timeout" "$MPIRUN" $rest "$@"
 else
     timeout -k 10 "$timeout" "$MPIRUN" --oversubscribe --bind-to none \
         --mca btl "${HIAR_TEST_BTL:-self,vader,tcp}" --mca btl_vader_single_copy_mechanism none \
