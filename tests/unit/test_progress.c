@@ -253,15 +253,17 @@ static void check_piece(rank_t *r, int slot, int round, int i)
 
     hiar_pieces_at(&g, i, &off, &bytes);
     for (int from = 0; from < r->n; from++) {
-        const unsigned char *got;
+        unsigned char *got;
         if (from == r->me)
             continue;
         got = r->recv[area_of(r, slot)] + ((size_t)(i % RING) * (size_t)(r->n - 1) + (size_t)(from < r->me ? from : from - 1)) *
                                   RECV_STRIDE;
         for (size_t j = 0; j < bytes; j++)
             r->wrong += got[j] != value(from, round, off + j);
-        for (int j = PIECE_BYTES; j < RECV_STRIDE; j++)
+        for (size_t j = bytes; j < RECV_STRIDE; j++)
             r->wrong += got[j] != GAP;
+        /* The gap again before the position's next piece: the thread posts its receive only after `ready`. */
+        memset(got, GAP, RECV_STRIDE);
     }
 }
 
