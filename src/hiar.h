@@ -172,9 +172,9 @@ HIAR_API hiar_result_t hiar_comm_create(MPI_Comm mpi_comm, const hiar_config_t *
  * between MPI ABIs (a pointer in Open MPI, an int in MPICH): `fcomm` is the
  * communicator's Fortran handle, MPI_Comm_c2f(comm) or mpi4py's
  * comm.py2f(), an integer in every ABI.  HIAR_INVALID_ARGUMENT when fcomm
- * names no communicator (under MPICH and its kin, where any integer of a
- * communicator handle's shape passes MPI_Comm_f2c: one that does not have
- * that shape); otherwise as hiar_comm_create.
+ * names no communicator (under MPICH-derived MPIs, whose MPI_Comm_f2c
+ * cannot tell: when fcomm lacks a communicator handle's bit pattern);
+ * otherwise as hiar_comm_create.
  */
 HIAR_API hiar_result_t hiar_comm_create_f(MPI_Fint fcomm, const hiar_config_t *cfg, hiar_comm_t **out);
 #endif

@@ -68,9 +68,9 @@ _Static_assert(offsetof(hiar_piece_flags_t, arrived) == HIAR_HOSTS_ARRIVED_WORD 
  * often the faster place): 2 pieces in 8 (16 MB 2235-3638 us, median
  * ratio 1.23 against the tree's 1.08) and 4 pieces in 4 (2462, 2372
  * against 2534, 2841: two rounds, not enough to change the tree on).
- * Jobs of 5-15 pieces (calls of 2-8 MB) outgrow
- * the ring when cut and are not slower for it: at 8 MB 1418, 1449 us cut,
- * 1675, 1693 uncut (doc/guide.md, "MPI between hosts").
+ * Jobs of 5-15 pieces (calls of 2-8 MB) outgrow the ring when cut and are
+ * not slower for it: at 8 MB 1418, 1449 us cut, 1675, 1693 uncut
+ * (doc/guide.md, "MPI between hosts").
  */
 #define HOSTS_RAMP_ENDS 2
 #define HOSTS_RAMP_CUT 4
