@@ -38,14 +38,16 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 stage_asan() {
     local tree=$dir/src flags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
     echo "== asan: copy the source tree to $tree"
-    # A VPATH build is refused once the source tree is configured: build a copy.
-    rm -rf "$tree" && mkdir -p "$tree" || return 1
-    if ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+    sh "$src/tests/copy-tree.sh" "$src" "$tree"
+    case $? in
+    0) ;;
+    77)
         echo "SKIP: not a git checkout (the copy takes git's list of files)"
         summary asan 0 0 1
         return 0
-    fi
-    (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$tree" -xf - || return 1
+        ;;
+    *) return 1 ;;
+    esac
     echo "== asan: configure --without-cuda CFLAGS=\"$flags\""
     (cd "$tree" && autoreconf -fi >/dev/null 2>&1 &&
         ./configure -q --without-cuda --enable-werror CFLAGS="$flags" LDFLAGS="-fsanitize=address,undefined") ||
