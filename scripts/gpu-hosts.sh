@@ -62,7 +62,7 @@ perhost_bench() {
         for between in auto mpi; do
             for g in "" --graph; do
                 run perhost $mpi -np $1 -x HIAR_RANKS_PER_HOST=$3 -x HIAR_GROUPS="$2" -x HIAR_BETWEEN=$between \
-                    -x HIAR_TIMEOUT_MS=20000 $as $b $g || mps_restart
+                    -x HIAR_TIMEOUT_MS=20000 $as $b $g || gpu_mps_restart
             done
         done
     done
@@ -178,11 +178,6 @@ latency_bench() {
         run latency $m4 -x HIAR_ALGO=$a $as $bench --impl hiar -b 1K -e 256K -f 4 -n 100 -w 10 --graph
         run latency $m4 -x HIAR_ALGO=$a $as $bench --impl hiar -b 1K -e 256K -f 4 -n 50 -w 2 --overlap
     done
-}
-mps_restart() {
-    echo quit | nvidia-cuda-mps-control
-    sleep 2
-    nvidia-cuda-mps-control -d
 }
 # The MPI on device memory: Open MPI with --mca pml ucx over the CUDA UCX unpacked from $UCX_TAR.
 ucx_part() {

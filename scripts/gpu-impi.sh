@@ -16,6 +16,7 @@ shift
 parts=${*:-staged device noipc bench}
 dev=${DEV:?gpu-impi.sh runs from .dev/go.sh, which sets DEV}
 say() { echo "$*" | tee -a "$out/summary.txt"; }
+. "$(dirname "$0")/gpu-lib.sh"
 rm -rf /tmp/impi /tmp/impi-src && mkdir -p /tmp/impi &&
     tar xJf "$dev/impi.tar.xz" -C /tmp/impi && tar xJf "$dev/impi-build.tar.xz" -C /tmp ||
     { say "no Intel MPI build in $dev: run scripts/impi-build on the CPU machine"; exit 1; }
@@ -30,22 +31,17 @@ export I_MPI_HYDRA_BOOTSTRAP=fork NCCL_NVLS_ENABLE=0
 cd /tmp/impi-src || exit 1
 say "== Intel MPI with CUDA offload (libcuda $libcuda); hiar-info:"
 timeout 60 mpiexec -n 1 ./bench/hiar-info --build 2>&1 | grep -E '^  MPI' | tee -a "$out/summary.txt"
-# A run killed by its bound can leave MPS unable to create contexts (seen: cuCtxCreate failing in MPI_Init).
-mps_restart() {
-    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
-    for _ in 1 2 3 4 5; do pgrep -x nvidia-cuda-mps >/dev/null || break; sleep 1; done
-    nvidia-cuda-mps-control -d
+# What each run's summary keeps: the verdicts and table rows, and the first lines of a stall or a crash
+# (read once: gpu_run hands over a pipe).
+outcome() {
+    local text
+    text=$(cat "$1")
+    grep -E '^np=|passed|^ +[0-9]+ ' <<<"$text"
+    grep -v -E '^ok:' <<<"$text" | grep -E 'want|pieces arrived|Fatal|signal' | head -8 | cut -c1-240
 }
-run() { # label, bound in seconds, then mpiexec's arguments
-    local label=$1 bound=$2
-    shift 2
-    say "== $label: mpiexec -n 4 $*"
-    timeout -k 10 "$bound" mpiexec -n 4 "$@" >"$out/$label.log" 2>&1
-    say "-> exit $?"
-    grep -E '^np=|passed|^ +[0-9]+ ' "$out/$label.log" | tee -a "$out/summary.txt"
-    grep -v -E '^ok:' "$out/$label.log" | grep -E 'want|pieces arrived|Fatal|signal' | head -8 | cut -c1-240 |
-        tee -a "$out/summary.txt"
-    mps_restart
+run() { # log name, bound in seconds, then mpiexec's arguments; MPS afresh after each run
+    gpu_run "$1" "$2" outcome mpiexec -n 4 "${@:3}"
+    gpu_mps_restart
 }
 quick="scripts/as-hosts ./tests/gpu/.libs/test_gpu --quick"
 bench="scripts/as-hosts ./bench/.libs/hiar-bench -m device -d bfloat16 -o sum --impl hiar,mpi --split -b 16M -e 64M -f 4"

@@ -37,3 +37,15 @@ gpu_marked_tree() {
     fi
     echo "$marked/src"
 }
+
+#   gpu_mps_restart
+#
+# Stops the CUDA MPS daemon, waits (5 s at most) for it to leave, and starts
+# it again: a run killed by its bound, or one that failed, can leave MPS
+# unable to create contexts for the next (seen: cuCtxCreate failing in the
+# next MPI_Init, 2026-12-06).
+gpu_mps_restart() {
+    echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+    for _ in 1 2 3 4 5; do pgrep -x nvidia-cuda-mps >/dev/null || break; sleep 1; done
+    nvidia-cuda-mps-control -d
+}

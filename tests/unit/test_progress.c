@@ -542,7 +542,6 @@ static void test_retire(int n)
     expect(wrong == 0 && bad == 0 && left == 0, what);
 }
 
-/* Every rank gets every other's pieces, round after round, through reused slots. */
 /*
  * The sizes of a rank's sends (the first SENT_LOG) against its jobs'
  * pieces (pieces()): a tag's sends (a job's ring position) carry, job after
@@ -565,6 +564,7 @@ static int sent_sizes_ok(const fake_t *f, int n)
     return 1;
 }
 
+/* Every rank gets every other's pieces, round after round, through reused slots. */
 static void test_rounds(int n, int nslots, int how)
 {
     int persistent = how & PERSISTENT, ahead = how & AHEAD;
